@@ -1,0 +1,23 @@
+/**
+ * Management Key values: 64 lowercase hex characters from a CSPRNG. Only their SHA-256 is ever
+ * stored or held in memory; comparisons are constant-time.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const KEY_PATTERN = /^[0-9a-f]{64}$/;
+
+export const generateKeyValue = (): string => randomBytes(32).toString('hex');
+
+export const hashKey = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+/** Constant-time equality of two hex digests (or any two equal-length strings). */
+export function digestsEqual(a: string, b: string): boolean {
+  const ba = Buffer.from(a, 'utf8');
+  const bb = Buffer.from(b, 'utf8');
+  return ba.length === bb.length && timingSafeEqual(ba, bb);
+}
+
+/** Constant-time comparison of a presented secret with the configured one (lengths may differ). */
+export function secretMatches(presented: string, expected: string): boolean {
+  return digestsEqual(hashKey(presented), hashKey(expected));
+}

@@ -1,0 +1,75 @@
+/**
+ * Who may do what (SPEC 5, CONTRACT.md 4): pure checks on an authenticated principal. Each throws
+ * a FORBIDDEN VexilError; callers decide the order.
+ */
+import { VexilError } from '../domain/errors.js';
+import type { ManagementKey, Permission } from '../domain/types.js';
+
+export interface Principal {
+  keyId: string;
+  orgId: string;
+  permissions: ReadonlySet<Permission>;
+  application: string | null;
+  environment: string | null;
+}
+
+const principals = new WeakMap<ManagementKey, Principal>();
+
+/** The principal of a cached key record, built once per record (not per request). */
+export function principalOf(k: ManagementKey): Principal {
+  let p = principals.get(k);
+  if (p === undefined) {
+    p = { keyId: k.id, orgId: k.orgId, permissions: new Set(k.permissions), application: k.application, environment: k.environment };
+    principals.set(k, p);
+  }
+  return p;
+}
+
+const sameName = (a: string, b: string) => a === b || a.toLowerCase() === b.toLowerCase();
+
+/** CanWrite includes CanRead; Admin grants key management only. */
+export function has(p: Principal, perm: Permission): boolean {
+  if (p.permissions.has(perm)) return true;
+  return perm === 'CanRead' && p.permissions.has('CanWrite');
+}
+
+export function requirePermission(p: Principal, perm: Permission): void {
+  if (!has(p, perm)) throw new VexilError('FORBIDDEN', `This key lacks the ${perm} permission`);
+}
+
+export function inApplicationScope(p: Principal, project: string): boolean {
+  return p.application === null || sameName(p.application, project);
+}
+
+export function requireApplication(p: Principal, project: string): void {
+  if (!inApplicationScope(p, project)) {
+    throw new VexilError('FORBIDDEN', `This key is scoped to application '${p.application}'`);
+  }
+}
+
+export function requireEnvironment(p: Principal, stage: string): void {
+  if (p.environment !== null && !sameName(p.environment, stage)) {
+    throw new VexilError('FORBIDDEN', `This key is scoped to environment '${p.environment}'`);
+  }
+}
+
+/** Organization-level settings (environments, applications, kill switch) need an unscoped key. */
+export function requireUnscoped(p: Principal, what: string): void {
+  if (p.application !== null || p.environment !== null) {
+    throw new VexilError('FORBIDDEN', `${what} needs a key without application or environment scope`);
+  }
+}
+
+/** Key management: Admin on an organization-wide key. */
+export function requireAdmin(p: Principal): void {
+  requirePermission(p, 'Admin');
+  requireUnscoped(p, 'Key management');
+}
+
+/** SPEC 4.1 rule 4: evaluation needs CanEvaluate and an application scope. */
+export function requireEvaluator(p: Principal, code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN'): void {
+  requirePermission(p, 'CanEvaluate');
+  if (p.application === null) {
+    throw new VexilError(code, 'An organization-wide key cannot evaluate flags; use a key with an application scope');
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The cluster bus carries invalidations between nodes that share one PostgreSQL. A node applies
+ * its own changes directly (read-your-writes) and publishes them so the others reload.
+ */
+import type { Change } from '../snapshots/registry.js';
+
+export type ClusterEvent =
+  | { kind: 'change'; change: Change }
+  | { kind: 'key'; orgId: string; keyId: string };
+
+export interface Bus {
+  publish(event: ClusterEvent): void;
+  onEvent(handler: (event: ClusterEvent) => void): void;
+  close(): Promise<void>;
+}
+
+/** Single node: there is nobody else to tell. */
+export class LocalBus implements Bus {
+  publish(): void {}
+  onEvent(): void {}
+  async close(): Promise<void> {}
+}

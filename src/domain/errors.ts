@@ -1,0 +1,47 @@
+/**
+ * Typed errors. Every failure a client can see is a VexilError with a stable `code`; REST turns it
+ * into application/problem+json, GraphQL into an `errors[]` entry with the same code.
+ */
+
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  UNAUTHENTICATED: 401,
+  PAYMENT_REQUIRED: 402,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+  /** GraphQL only: the key is valid but can never use that field (SPEC 7.2); REST maps it to 403. */
+  AUTH_NOT_AUTHORIZED: 403,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class VexilError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Seconds, for RATE_LIMITED. */
+  readonly retryAfter?: number;
+
+  constructor(code: ErrorCode, message: string, opts: { retryAfter?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'VexilError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
+  }
+}
+
+export const badRequest = (message: string) => new VexilError('BAD_REQUEST', message);
+export const notFound = (message: string) => new VexilError('NOT_FOUND', message);
+export const forbidden = (message: string) => new VexilError('FORBIDDEN', message);
+export const conflict = (message: string) => new VexilError('CONFLICT', message);
+
+export function isVexilError(err: unknown): err is VexilError {
+  return err instanceof VexilError;
+}

@@ -1,0 +1,138 @@
+/**
+ * Domain records shared by every layer: storage reads and writes them, the evaluation engine
+ * reads them from snapshots, REST and GraphQL serialise them. Plain data, no behaviour.
+ */
+
+export const PERMISSIONS = ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export const VALUE_TYPES = ['boolean', 'string', 'number', 'json'] as const;
+export type ValueType = (typeof VALUE_TYPES)[number];
+
+export interface Variant {
+  key: string;
+  value: unknown;
+  valueType: ValueType;
+}
+
+export interface FlagDependency {
+  /** Name of the parent flag (same organization). */
+  flag: string;
+  /** Variant keys of the parent that satisfy the dependency; null means any variant. */
+  variants: string[] | null;
+}
+
+export interface Flag {
+  name: string;
+  project: string;
+  type: ValueType;
+  description: string | null;
+  tags: string[];
+  isArchived: boolean;
+  variants: Variant[];
+  environments: string[];
+  dependencies: FlagDependency[];
+  createdAt: string; // ISO 8601
+  updatedAt: string; // ISO 8601
+}
+
+export interface Condition {
+  field: string;
+  operator: string;
+  value: unknown;
+}
+
+export interface Allocation {
+  variantKey: string;
+  percentage: number;
+}
+
+export interface Rule {
+  id: string;
+  priority: number;
+  conditions: Condition[];
+  allocations: Allocation[];
+}
+
+export interface FlagConfig {
+  stage: string;
+  clientId: string | null;
+  enabled: boolean;
+  defaultVariantKey: string;
+  rolloutPercentage: number;
+  rules: Rule[];
+  activeFrom: string | null; // ISO 8601
+  activeUntil: string | null; // ISO 8601
+  /**
+   * Enrollment cut-off, a percentage in [0, 100] or null (open). Users whose rollout bucket is
+   * inside `rolloutPercentage` but at or above the cut-off get `enrollment_closed`: buckets that
+   * were enrolled before the cut-off keep the flag, new ones are refused.
+   */
+  enrollmentCutoff: number | null;
+}
+
+export interface KillSwitchRule {
+  flag: string | null;
+  application: string | null;
+  environment: string | null;
+}
+
+export interface Organization {
+  id: string;
+  name: string;
+  subscriptionActive: boolean;
+  environments: string[];
+  applications: string[];
+  killSwitch: KillSwitchRule[];
+  /** Monotonic version, bumped by every write that touches the organization's data. */
+  version: number;
+}
+
+export interface ManagementKey {
+  id: string;
+  orgId: string;
+  name: string;
+  permissions: Permission[];
+  application: string | null;
+  environment: string | null;
+  disabled: boolean;
+  createdAt: string;
+  rotatedAt: string | null;
+}
+
+export const REASON_CODES = [
+  'rule_matched',
+  'default',
+  'killswitch',
+  'archived',
+  'not_yet_active',
+  'expired',
+  'project_or_env_mismatch',
+  'disabled_dependency',
+  'config_disabled',
+  'config_missing',
+  'rollout_excluded',
+  'enrollment_closed',
+  'no_variants',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+export interface EvaluationReason {
+  code: ReasonCode;
+  message: string;
+  ruleId?: string;
+}
+
+export interface Evaluation {
+  key: string | null;
+  variant: unknown;
+  reason: EvaluationReason;
+}
+
+/** What a caller asks the engine; `stage` is already resolved to the organization's spelling. */
+export interface EvaluationRequest {
+  userId: string;
+  stage: string;
+  clientId: string | null;
+  context: Record<string, unknown> | null;
+}

@@ -1,0 +1,307 @@
+/**
+ * Flag management (SPEC 4.2, CONTRACT.md 5): the functions REST and GraphQL both call, so that
+ * permissions, scopes, validation and conflicts cannot drift apart. Reads come from this node's
+ * snapshot (no database work); writes go through `writeOrg` and check the stored state inside the
+ * transaction, where the organization is locked.
+ *
+ * Check order: permission (403), body (400), flag exists (404), application scope (403),
+ * environment scope (403), then semantic validation (400) and conflicts (409).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Authenticated } from '../../auth/authenticate.js';
+import { requireApplication, requireEnvironment, requirePermission, inApplicationScope, type Principal } from '../../auth/permissions.js';
+import { badRequest, conflict, notFound } from '../../domain/errors.js';
+import { clientIdApplication, findName, sameName } from '../../domain/names.js';
+import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
+import {
+  parseCreateFlag,
+  parseNameList,
+  parseUpdateFlag,
+  parseUpsertFlagConfig,
+  validateConfigAgainstFlag,
+  validateVariants,
+  type UpsertFlagConfigInput,
+} from '../../domain/validation.js';
+import type { CompiledFlag } from '../../evaluation/index.js';
+import type { Runtime } from '../../runtime.js';
+import type { Queryable } from '../../storage/database.js';
+import { writeOrg } from '../write.js';
+import * as store from './store.js';
+
+export type FlagWithConfigs = Flag & { configs: FlagConfig[] };
+
+// ---- reads (snapshot) -------------------------------------------------------------------------
+
+/** The flag as the key may see it: 404 when the organization has no such flag, 403 outside scope. */
+function visible(auth: Authenticated, name: string): CompiledFlag {
+  const compiled = auth.snapshot.flags.get(name);
+  if (compiled === undefined) throw notFound(`Flag '${name}' not found`);
+  requireApplication(auth.principal, compiled.flag.project);
+  return compiled;
+}
+
+export function listFlags(auth: Authenticated): Flag[] {
+  requirePermission(auth.principal, 'CanRead');
+  const out: Flag[] = [];
+  for (const c of auth.snapshot.flags.values()) {
+    if (inApplicationScope(auth.principal, c.flag.project)) out.push(c.flag);
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export function getFlag(auth: Authenticated, name: string): Flag {
+  requirePermission(auth.principal, 'CanRead');
+  return visible(auth, name).flag;
+}
+
+const configsOf = (c: CompiledFlag): FlagConfig[] =>
+  [...c.configs.values()].map((cc) => cc.config).sort((a, b) =>
+    a.stage === b.stage ? (a.clientId ?? '').localeCompare(b.clientId ?? '') : a.stage.localeCompare(b.stage));
+
+export function getFlagWithConfigs(auth: Authenticated, name: string): FlagWithConfigs {
+  requirePermission(auth.principal, 'CanRead');
+  const c = visible(auth, name);
+  return { ...c.flag, configs: configsOf(c) };
+}
+
+export function listConfigs(auth: Authenticated, name: string, stage?: string | null, clientId?: string | null): FlagConfig[] {
+  requirePermission(auth.principal, 'CanRead');
+  return configsOf(visible(auth, name)).filter(
+    (c) => (stage == null || sameName(c.stage, stage)) && (clientId == null || c.clientId === clientId),
+  );
+}
+
+export function flagEnvironments(auth: Authenticated, name: string): string[] {
+  requirePermission(auth.principal, 'CanRead');
+  return visible(auth, name).flag.environments;
+}
+
+// ---- writes -----------------------------------------------------------------------------------
+
+/** Loads the flag inside a write transaction: 404 when absent, 403 outside the key's scope. */
+async function loadForWrite(tx: Queryable, p: Principal, name: string): Promise<Flag> {
+  const flag = await store.getFlag(tx, p.orgId, name);
+  if (flag === null) throw notFound(`Flag '${name}' not found`);
+  requireApplication(p, flag.project);
+  return flag;
+}
+
+function canonicalEnvironments(org: Organization, names: string[]): string[] {
+  const out: string[] = [];
+  for (const n of names) {
+    const canonical = findName(org.environments, n);
+    if (canonical === undefined) throw badRequest(`Unknown environment '${n}'`);
+    if (!out.includes(canonical)) out.push(canonical);
+  }
+  return out;
+}
+
+/**
+ * Dependencies (SPEC 2.2, 4.2): each parent exists, has every environment of the dependent flag
+ * (409), and lists only its own variants; the graph stays acyclic (409).
+ */
+async function checkDependencies(tx: Queryable, orgId: string, flagName: string, environments: string[], deps: FlagDependency[]): Promise<void> {
+  if (deps.length === 0) return;
+  const all = new Map((await store.listFlags(tx, orgId)).map((f) => [f.name, f]));
+  for (const d of deps) {
+    if (d.flag === flagName) throw conflict(`Flag '${flagName}' cannot depend on itself`);
+    const parent = all.get(d.flag);
+    if (parent === undefined) throw badRequest(`Dependency parent flag '${d.flag}' does not exist`);
+    const missing = environments.filter((e) => !parent.environments.some((pe) => sameName(pe, e)));
+    if (missing.length > 0) {
+      throw conflict(`Dependency parent '${d.flag}' lacks environment(s) ${missing.map((m) => `'${m}'`).join(', ')} of flag '${flagName}'`);
+    }
+    for (const v of d.variants ?? []) {
+      if (!parent.variants.some((pv) => pv.key === v)) throw badRequest(`Dependency parent '${d.flag}' has no variant '${v}'`);
+    }
+  }
+  // Cycle check on the graph with this flag's new edges.
+  const edges = (name: string): string[] =>
+    name === flagName ? deps.map((d) => d.flag) : (all.get(name)?.dependencies ?? []).map((d) => d.flag);
+  const seen = new Set<string>();
+  const stack = [...edges(flagName)];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n === flagName) throw conflict(`Dependencies of '${flagName}' would form a cycle`);
+    if (seen.has(n)) continue;
+    seen.add(n);
+    stack.push(...edges(n));
+  }
+}
+
+/** Flags that depend on `name`. */
+async function dependentsOf(tx: Queryable, orgId: string, name: string): Promise<Flag[]> {
+  return (await store.listFlags(tx, orgId)).filter((f) => f.dependencies.some((d) => d.flag === name));
+}
+
+const normaliseDeps = (deps: { flag: string; variants?: string[] | null }[] | undefined): FlagDependency[] =>
+  (deps ?? []).map((d) => ({ flag: d.flag, variants: d.variants ?? null }));
+
+export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown): Promise<Flag> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  const input = parseCreateFlag(raw);
+  requireApplication(p, input.project);
+  return writeOrg(rt, p.orgId, { flag: input.name }, async (tx, org) => {
+    const project = findName(org.applications, input.project);
+    if (project === undefined) throw badRequest(`Unknown application '${input.project}'`);
+    const environments = input.environments === undefined ? [...org.environments] : canonicalEnvironments(org, input.environments);
+    const variants = validateVariants(input.type, input.variants);
+    if ((await store.getFlag(tx, p.orgId, input.name)) !== null) throw conflict(`Flag '${input.name}' already exists`);
+    const dependencies = normaliseDeps(input.dependencies);
+    await checkDependencies(tx, p.orgId, input.name, environments, dependencies);
+    return store.insertFlag(tx, p.orgId, {
+      name: input.name,
+      project,
+      type: input.type,
+      description: input.description ?? null,
+      tags: input.tags ?? [],
+      isArchived: false,
+      variants,
+      environments,
+      dependencies,
+    });
+  });
+}
+
+export async function updateFlag(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  const input = parseUpdateFlag(raw);
+  return writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+    const cur = await loadForWrite(tx, p, name);
+    const type = input.type ?? cur.type;
+    const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
+    if (input.variants !== undefined) {
+      const keys = new Set(variants.map((v) => v.key));
+      for (const c of await store.listConfigs(tx, p.orgId, name)) {
+        const used = [c.defaultVariantKey, ...c.rules.flatMap((r) => r.allocations.map((a) => a.variantKey))];
+        const gone = used.find((k) => !keys.has(k));
+        if (gone !== undefined) throw conflict(`Variant '${gone}' is still used by the '${c.stage}' configuration`);
+      }
+      for (const child of await dependentsOf(tx, p.orgId, name)) {
+        const dep = child.dependencies.find((d) => d.flag === name)!;
+        const gone = (dep.variants ?? []).find((k) => !keys.has(k));
+        if (gone !== undefined) throw conflict(`Variant '${gone}' is still required by dependent flag '${child.name}'`);
+      }
+    }
+    const dependencies = input.dependencies !== undefined ? normaliseDeps(input.dependencies) : cur.dependencies;
+    if (input.dependencies !== undefined) await checkDependencies(tx, p.orgId, name, cur.environments, dependencies);
+    const saved = await store.saveFlag(tx, p.orgId, {
+      ...cur,
+      type,
+      variants,
+      dependencies,
+      description: input.description !== undefined ? input.description : cur.description,
+      tags: input.tags ?? cur.tags,
+      isArchived: input.isArchived ?? cur.isArchived,
+    });
+    return saved!;
+  });
+}
+
+export const setArchived = (rt: Runtime, auth: Authenticated, name: string, isArchived: boolean): Promise<Flag> =>
+  updateFlag(rt, auth, name, { isArchived });
+
+export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string): Promise<void> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  await writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+    await loadForWrite(tx, p, name);
+    const children = await dependentsOf(tx, p.orgId, name);
+    if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
+    await store.deleteFlag(tx, p.orgId, name);
+  });
+}
+
+export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, name: string, rawEnvironments: unknown): Promise<Flag> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  const names = parseNameList(rawEnvironments, 'environments');
+  return writeOrg(rt, p.orgId, { flag: name }, async (tx, org) => {
+    const cur = await loadForWrite(tx, p, name);
+    const environments = canonicalEnvironments(org, names);
+    const removed = cur.environments.filter((e) => !environments.includes(e));
+    const configs = await store.listConfigs(tx, p.orgId, name);
+    const used = configs.find((c) => removed.includes(c.stage));
+    if (used !== undefined) throw conflict(`Environment '${used.stage}' still has a configuration of flag '${name}'`);
+    for (const child of await dependentsOf(tx, p.orgId, name)) {
+      const lost = child.environments.find((e) => removed.includes(e));
+      if (lost !== undefined) throw conflict(`Dependent flag '${child.name}' needs environment '${lost}'`);
+    }
+    await checkDependencies(tx, p.orgId, name, environments, cur.dependencies);
+    return (await store.saveFlag(tx, p.orgId, { ...cur, environments }))!;
+  });
+}
+
+// ---- stage configurations -----------------------------------------------------------------------
+
+/** The stage as the flag spells it; 403 outside the key's environment scope, 409 when the flag does not use it. */
+function flagStage(p: Principal, flag: Flag, stage: string): string {
+  requireEnvironment(p, stage);
+  const canonical = findName(flag.environments, stage);
+  if (canonical === undefined) throw conflict(`Flag '${flag.name}' does not use environment '${stage}'`);
+  return canonical;
+}
+
+const newRuleId = (): string => 'r_' + randomBytes(6).toString('hex');
+
+function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
+  const rules: Rule[] = (input.rules ?? []).map((r) => ({
+    id: r.id ?? newRuleId(),
+    priority: r.priority,
+    conditions: r.conditions.map((c) => ({ field: c.field, operator: c.operator, value: c.value ?? null })),
+    allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
+  }));
+  return {
+    stage,
+    clientId: input.clientId ?? null,
+    enabled: input.enabled,
+    defaultVariantKey: input.defaultVariantKey,
+    rolloutPercentage: input.rolloutPercentage,
+    rules,
+    activeFrom: input.activeFrom ?? null,
+    activeUntil: input.activeUntil ?? null,
+    enrollmentCutoff: input.enrollmentCutoff ?? null,
+  };
+}
+
+export async function upsertConfig(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  const input = parseUpsertFlagConfig(raw);
+  return writeOrg(rt, p.orgId, { flag: name }, async (tx, org) => {
+    const flag = await loadForWrite(tx, p, name);
+    const stage = flagStage(p, flag, input.stage);
+    const owner = clientIdApplication(input.clientId ?? null, org.applications);
+    if (owner !== undefined && !sameName(owner, flag.project)) {
+      throw badRequest(`clientId '${input.clientId}' belongs to application '${owner}', not to '${flag.project}'`);
+    }
+    validateConfigAgainstFlag(flag, input);
+    return store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
+  });
+}
+
+export async function setConfigEnabled(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  return writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+    const flag = await loadForWrite(tx, p, name);
+    const canonical = flagStage(p, flag, stage);
+    const saved = await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled);
+    if (saved === null) throw notFound(`Flag '${name}' has no configuration for stage '${canonical}'${clientId ? ` and clientId '${clientId}'` : ''}`);
+    return saved;
+  });
+}
+
+export async function deleteConfig(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
+  const p = auth.principal;
+  requirePermission(p, 'CanWrite');
+  await writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+    const flag = await loadForWrite(tx, p, name);
+    const canonical = flagStage(p, flag, stage);
+    if (!(await store.deleteConfig(tx, p.orgId, name, canonical, clientId))) {
+      throw notFound(`Flag '${name}' has no configuration for stage '${canonical}'${clientId ? ` and clientId '${clientId}'` : ''}`);
+    }
+  });
+}

@@ -1,0 +1,52 @@
+/** REST key management (CONTRACT.md 4). */
+import { authenticate } from '../../auth/authenticate.js';
+import { jsonObjectBody } from '../../http/exchange.js';
+import type { Route } from '../../http/router.js';
+import type { Runtime } from '../../runtime.js';
+import * as keys from './service.js';
+
+export function keyRoutes(rt: Runtime): Route[] {
+  const auth = (key: string) => authenticate(rt, key, () => 'mgmt');
+  return [
+    {
+      method: 'post',
+      pattern: '/api/keys',
+      handler: async (inc) => {
+        const a = await auth(inc.managementKey);
+        return { status: 201, body: await keys.createKey(rt, a, jsonObjectBody(inc)) };
+      },
+    },
+    {
+      method: 'get',
+      pattern: '/api/keys',
+      handler: async (inc) => ({ status: 200, body: await keys.listKeys(rt, await auth(inc.managementKey)) }),
+    },
+    {
+      method: 'post',
+      pattern: '/api/keys/:id/rotate',
+      handler: async (inc) => {
+        const a = await auth(inc.managementKey);
+        jsonObjectBody(inc, true);
+        const { id, key } = await keys.rotateKey(rt, a, inc.params[0]);
+        return { status: 200, body: { id, key } };
+      },
+    },
+    {
+      method: 'post',
+      pattern: '/api/keys/:id/disable',
+      handler: async (inc) => {
+        const a = await auth(inc.managementKey);
+        jsonObjectBody(inc, true);
+        return { status: 200, body: await keys.disableKey(rt, a, inc.params[0]) };
+      },
+    },
+    {
+      method: 'del',
+      pattern: '/api/keys/:id',
+      handler: async (inc) => {
+        await keys.deleteKey(rt, await auth(inc.managementKey), inc.params[0]);
+        return { status: 204 };
+      },
+    },
+  ];
+}

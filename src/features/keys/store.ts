@@ -1,0 +1,91 @@
+/** SQL for Management Keys. Only the SHA-256 of a key value is ever written. */
+import type { ManagementKey, Permission } from '../../domain/types.js';
+import { iso, json, type Queryable } from '../../storage/database.js';
+
+interface KeyRow {
+  id: string;
+  org_id: string;
+  name: string;
+  permissions: Permission[];
+  application: string | null;
+  environment: string | null;
+  disabled: boolean;
+  created_at: Date | string;
+  rotated_at: Date | string | null;
+}
+
+const COLUMNS = 'id, org_id, name, permissions, application, environment, disabled, created_at, rotated_at';
+
+const toKey = (r: KeyRow): ManagementKey => ({
+  id: r.id,
+  orgId: r.org_id,
+  name: r.name,
+  permissions: r.permissions,
+  application: r.application,
+  environment: r.environment,
+  disabled: r.disabled,
+  createdAt: iso(r.created_at)!,
+  rotatedAt: iso(r.rotated_at),
+});
+
+export async function insertKey(
+  q: Queryable,
+  key: Pick<ManagementKey, 'id' | 'orgId' | 'name' | 'permissions' | 'application' | 'environment'>,
+  keyHash: string,
+): Promise<ManagementKey> {
+  const rows = await q.query<KeyRow>(
+    `insert into management_keys (id, org_id, name, key_hash, permissions, application, environment)
+     values ($1, $2, $3, $4, $5::jsonb, $6, $7) returning ${COLUMNS}`,
+    [key.id, key.orgId, key.name, keyHash, json(key.permissions), key.application, key.environment],
+  );
+  return toKey(rows[0]);
+}
+
+export async function findKeyByHash(q: Queryable, keyHash: string): Promise<ManagementKey | null> {
+  const rows = await q.query<KeyRow>(`select ${COLUMNS} from management_keys where key_hash = $1`, [keyHash]);
+  return rows.length === 0 ? null : toKey(rows[0]);
+}
+
+export async function getKey(q: Queryable, orgId: string, id: string): Promise<ManagementKey | null> {
+  const rows = await q.query<KeyRow>(`select ${COLUMNS} from management_keys where org_id = $1 and id = $2`, [orgId, id]);
+  return rows.length === 0 ? null : toKey(rows[0]);
+}
+
+export async function listKeys(q: Queryable, orgId: string): Promise<ManagementKey[]> {
+  const rows = await q.query<KeyRow>(`select ${COLUMNS} from management_keys where org_id = $1 order by created_at, id`, [orgId]);
+  return rows.map(toKey);
+}
+
+export async function rotateKeyHash(q: Queryable, orgId: string, id: string, keyHash: string): Promise<ManagementKey | null> {
+  const rows = await q.query<KeyRow>(
+    `update management_keys set key_hash = $3, rotated_at = now() where org_id = $1 and id = $2 returning ${COLUMNS}`,
+    [orgId, id, keyHash],
+  );
+  return rows.length === 0 ? null : toKey(rows[0]);
+}
+
+export async function disableKey(q: Queryable, orgId: string, id: string): Promise<ManagementKey | null> {
+  const rows = await q.query<KeyRow>(
+    `update management_keys set disabled = true where org_id = $1 and id = $2 returning ${COLUMNS}`,
+    [orgId, id],
+  );
+  return rows.length === 0 ? null : toKey(rows[0]);
+}
+
+export async function deleteKey(q: Queryable, orgId: string, id: string): Promise<boolean> {
+  const rows = await q.query(`delete from management_keys where org_id = $1 and id = $2 returning id`, [orgId, id]);
+  return rows.length > 0;
+}
+
+/** Environment or application scopes in use (for CONFLICT on removal, and for renames). */
+export async function keysScopedTo(q: Queryable, orgId: string, column: 'application' | 'environment', value: string): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `select count(*)::int as n from management_keys where org_id = $1 and lower(${column}) = lower($2)`,
+    [orgId, value],
+  );
+  return Number(rows[0].n);
+}
+
+export async function renameKeyScope(q: Queryable, orgId: string, column: 'application' | 'environment', from: string, to: string): Promise<void> {
+  await q.query(`update management_keys set ${column} = $3 where org_id = $1 and lower(${column}) = lower($2)`, [orgId, from, to]);
+}

@@ -1,0 +1,118 @@
+/**
+ * Organization settings managed over GraphQL (SPEC 1, CONTRACT.md 7): environments, applications
+ * and the kill switch. Changing them needs CanWrite on a key without application or environment
+ * scope. Removing a name still in use is CONFLICT; renaming cascades to every use.
+ */
+import type { Authenticated } from '../../auth/authenticate.js';
+import { requirePermission, requireUnscoped } from '../../auth/permissions.js';
+import { badRequest, conflict, notFound } from '../../domain/errors.js';
+import { findName, sameName } from '../../domain/names.js';
+import type { KillSwitchRule, Organization } from '../../domain/types.js';
+import { parseKillSwitchRules, parseName, parseNameList } from '../../domain/validation.js';
+import type { Runtime } from '../../runtime.js';
+import type { Queryable } from '../../storage/database.js';
+import * as flagStore from '../flags/store.js';
+import * as keyStore from '../keys/store.js';
+import { writeOrg } from '../write.js';
+import { updateOrgSettings } from './store.js';
+
+export type OrgList = 'environments' | 'applications';
+
+const KEY_COLUMN = { environments: 'environment', applications: 'application' } as const;
+const RULE_FIELD = { environments: 'environment', applications: 'application' } as const;
+
+export function readList(auth: Authenticated, list: OrgList): string[] {
+  requirePermission(auth.principal, 'CanRead');
+  return auth.snapshot.org[list];
+}
+
+export function killSwitch(auth: Authenticated): KillSwitchRule[] {
+  requirePermission(auth.principal, 'CanRead');
+  return auth.snapshot.org.killSwitch;
+}
+
+function requireOrgWriter(auth: Authenticated, what: string): void {
+  requirePermission(auth.principal, 'CanWrite');
+  requireUnscoped(auth.principal, what);
+}
+
+/** Where a name is still used: a reason for CONFLICT, or null. */
+async function usage(tx: Queryable, org: Organization, list: OrgList, name: string): Promise<string | null> {
+  const flags = await flagStore.listFlags(tx, org.id);
+  if (list === 'environments') {
+    const f = flags.find((fl) => fl.environments.some((e) => sameName(e, name)));
+    if (f) return `flag '${f.name}' uses it`;
+  } else {
+    const f = flags.find((fl) => sameName(fl.project, name));
+    if (f) return `flag '${f.name}' belongs to it`;
+  }
+  if ((await keyStore.keysScopedTo(tx, org.id, KEY_COLUMN[list], name)) > 0) return 'a management key is scoped to it';
+  const field = RULE_FIELD[list];
+  if (org.killSwitch.some((r) => r[field] !== null && sameName(r[field]!, name))) return 'a kill-switch rule names it';
+  return null;
+}
+
+/** Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch). */
+async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string): Promise<KillSwitchRule[]> {
+  for (const f of await flagStore.listFlags(tx, org.id)) {
+    if (list === 'environments' && f.environments.includes(from)) {
+      await flagStore.saveFlag(tx, org.id, { ...f, environments: f.environments.map((e) => (e === from ? to : e)) });
+    } else if (list === 'applications' && f.project === from) {
+      await flagStore.saveFlag(tx, org.id, { ...f, project: to });
+    }
+  }
+  if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
+  await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to);
+  const field = RULE_FIELD[list];
+  return org.killSwitch.map((r) => (r[field] !== null && sameName(r[field]!, from) ? { ...r, [field]: to } : r));
+}
+
+export async function replaceList(rt: Runtime, auth: Authenticated, list: OrgList, raw: unknown): Promise<string[]> {
+  requireOrgWriter(auth, `Changing ${list}`);
+  const next = parseNameList(raw, list);
+  return writeOrg(rt, auth.principal.orgId, 'all', async (tx, org) => {
+    let killSwitch = org.killSwitch;
+    for (const old of org[list]) {
+      const kept = findName(next, old);
+      if (kept === undefined) {
+        const why = await usage(tx, { ...org, killSwitch }, list, old);
+        if (why !== null) throw conflict(`Cannot remove ${list === 'environments' ? 'environment' : 'application'} '${old}': ${why}`);
+      } else if (kept !== old) {
+        killSwitch = await cascadeRename(tx, { ...org, killSwitch }, list, old, kept);
+      }
+    }
+    return (await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }))[list];
+  });
+}
+
+export async function renameInList(rt: Runtime, auth: Authenticated, list: OrgList, rawFrom: unknown, rawTo: unknown): Promise<string[]> {
+  requireOrgWriter(auth, `Renaming ${list}`);
+  const fromName = parseName(rawFrom, 'from');
+  const to = parseName(rawTo, 'to');
+  return writeOrg(rt, auth.principal.orgId, 'all', async (tx, org) => {
+    const from = findName(org[list], fromName);
+    const what = list === 'environments' ? 'Environment' : 'Application';
+    if (from === undefined) throw notFound(`${what} '${fromName}' not found`);
+    const clash = findName(org[list], to);
+    if (clash !== undefined && clash !== from) throw conflict(`${what} '${clash}' already exists`);
+    if (from === to) return org[list];
+    const killSwitch = await cascadeRename(tx, org, list, from, to);
+    const next = org[list].map((n) => (n === from ? to : n));
+    return (await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }))[list];
+  });
+}
+
+export async function replaceKillSwitch(rt: Runtime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
+  requireOrgWriter(auth, 'Changing the kill switch');
+  const rules = parseKillSwitchRules(raw);
+  return writeOrg(rt, auth.principal.orgId, 'settings', async (tx, org) => {
+    const canonical = rules.map((r) => {
+      const application = r.application === null ? null : findName(org.applications, r.application);
+      const environment = r.environment === null ? null : findName(org.environments, r.environment);
+      if (application === undefined) throw badRequest(`Unknown application '${r.application}'`);
+      if (environment === undefined) throw badRequest(`Unknown environment '${r.environment}'`);
+      return { flag: r.flag, application, environment };
+    });
+    return (await updateOrgSettings(tx, org.id, { killSwitch: canonical })).killSwitch;
+  });
+}

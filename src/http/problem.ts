@@ -1,0 +1,31 @@
+/** RFC 9457 problem details for every REST error (CONTRACT.md 5). */
+import { VexilError, type ErrorCode } from '../domain/errors.js';
+import { STATUS_TEXT } from './status.js';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function toProblem(err: VexilError): Problem {
+  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
+  const code: ErrorCode = err.code === 'AUTH_NOT_AUTHORIZED' ? 'FORBIDDEN' : err.code;
+  return {
+    type: `urn:vexil:problem:${code.toLowerCase().replace(/_/g, '-')}`,
+    title: STATUS_TEXT[status] ?? 'Error',
+    status,
+    detail: err.message,
+    code,
+  };
+}
+
+/** Anything that is not a VexilError is an unexpected failure: 500 without internals. */
+export function asVexilError(err: unknown): VexilError {
+  if (err instanceof VexilError) return err;
+  return new VexilError('INTERNAL', 'Unexpected server error', { cause: err });
+}

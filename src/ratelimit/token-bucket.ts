@@ -1,0 +1,71 @@
+/**
+ * Per-key token buckets (CONTRACT.md 1): `rate` tokens per second, burst = one second's worth.
+ * Each Management Key has an evaluation bucket and a management bucket. Pure apart from the clock,
+ * which is injected so tests can drive it.
+ */
+
+export interface Bucket {
+  tokens: number;
+  updatedMs: number;
+}
+
+export type BucketKind = 'eval' | 'mgmt';
+
+export class RateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    private readonly rates: Record<BucketKind, number>,
+    private readonly now: () => number = () => performance.now(),
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  private bucket(kind: BucketKind, keyId: string, nowMs: number): Bucket {
+    const id = kind === 'eval' ? 'e' + keyId : 'm' + keyId;
+    let b = this.buckets.get(id);
+    if (b === undefined) {
+      if (this.buckets.size >= this.maxEntries) this.evictFull(nowMs);
+      b = { tokens: this.rates[kind], updatedMs: nowMs };
+      this.buckets.set(id, b);
+      return b;
+    }
+    const rate = this.rates[kind];
+    const elapsed = nowMs - b.updatedMs;
+    if (elapsed > 0) {
+      b.tokens = Math.min(rate, b.tokens + (elapsed * rate) / 1000);
+      b.updatedMs = nowMs;
+    }
+    return b;
+  }
+
+  /**
+   * Takes one token. Returns 0 when allowed, otherwise the seconds to wait (for `Retry-After`).
+   */
+  take(kind: BucketKind, keyId: string): number {
+    const nowMs = this.now();
+    const b = this.bucket(kind, keyId, nowMs);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil(((1 - b.tokens) * 1000) / this.rates[kind] / 1000));
+  }
+
+  /**
+   * Charges `n` tokens without refusing; the bucket may go negative by at most `maxDebt`
+   * (GraphQL: every `evaluate` after the first, CONTRACT.md 7). Later requests wait until it refills.
+   */
+  charge(kind: BucketKind, keyId: string, n: number, maxDebt: number): void {
+    if (n <= 0) return;
+    const b = this.bucket(kind, keyId, this.now());
+    b.tokens = Math.max(-maxDebt, b.tokens - n);
+  }
+
+  /** Buckets that are full again carry no information; dropping them bounds memory. */
+  private evictFull(nowMs: number): void {
+    for (const [id, b] of this.buckets) {
+      const rate = this.rates[id[0] === 'e' ? 'eval' : 'mgmt'];
+      if (b.tokens + ((nowMs - b.updatedMs) * rate) / 1000 >= rate) this.buckets.delete(id);
+    }
+  }
+}

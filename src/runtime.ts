@@ -1,0 +1,24 @@
+/**
+ * Everything a request handler or service needs, built once per node by `node.ts`. Services take
+ * it as their first argument instead of importing singletons, so tests can build several nodes in
+ * one process.
+ */
+import type { Config } from './config.js';
+import type { Database } from './storage/database.js';
+import type { SnapshotRegistry } from './snapshots/registry.js';
+import type { KeyCache } from './auth/key-cache.js';
+import type { RateLimiter } from './ratelimit/token-bucket.js';
+import type { Bus } from './cluster/bus.js';
+import type { Logger } from './util/log.js';
+
+export interface Runtime {
+  config: Config;
+  db: Database;
+  snapshots: SnapshotRegistry;
+  keys: KeyCache;
+  limiter: RateLimiter;
+  bus: Bus;
+  log: Logger;
+  /** Wall clock in ms (evaluation time windows). */
+  now(): number;
+}

@@ -1,0 +1,122 @@
+/**
+ * The in-memory replica of each organization's flag data that evaluation reads. PostgreSQL is the
+ * source of truth; this registry reloads what a change touched, one change at a time per
+ * organization, so a snapshot's version only ever grows and never goes back to older data.
+ *
+ * A change names an organization, the version its commit produced, and what it touched: one flag
+ * (that flag is reloaded), the organization's settings (its row is reloaded) or anything (all of
+ * it is reloaded). A change that skips versions (a missed cluster message) reloads everything.
+ */
+import type { Database } from '../storage/database.js';
+import { buildSnapshot, compileFlag, type OrgSnapshot } from '../evaluation/index.js';
+import { getOrg } from '../features/organizations/store.js';
+import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/flags/store.js';
+
+/** What a committed write touched: one flag, only the organization's settings, or anything. */
+export type Touches = { flag: string } | 'settings' | 'all';
+
+export interface Change {
+  orgId: string;
+  version: number;
+  touches: Touches;
+}
+
+export type SnapshotListener = (orgId: string, snapshot: OrgSnapshot | null, change: Change) => void;
+
+export class SnapshotRegistry {
+  private readonly snapshots = new Map<string, OrgSnapshot>();
+  private readonly loading = new Map<string, Promise<OrgSnapshot | null>>();
+  private readonly queues = new Map<string, Promise<void>>();
+  private readonly listeners: SnapshotListener[] = [];
+
+  constructor(private readonly db: Database) {}
+
+  /** The snapshot if loaded, without I/O (the evaluation hot path). */
+  peek(orgId: string): OrgSnapshot | undefined {
+    return this.snapshots.get(orgId);
+  }
+
+  /** The snapshot, loading it on first use; null when the organization does not exist. */
+  get(orgId: string): OrgSnapshot | null | Promise<OrgSnapshot | null> {
+    const snap = this.snapshots.get(orgId);
+    if (snap !== undefined) return snap;
+    let pending = this.loading.get(orgId);
+    if (pending === undefined) {
+      pending = this.loadOrg(orgId).finally(() => this.loading.delete(orgId));
+      this.loading.set(orgId, pending);
+    }
+    return pending;
+  }
+
+  loadedOrgIds(): string[] {
+    return [...this.snapshots.keys()];
+  }
+
+  onChange(listener: SnapshotListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Applies a committed change; resolves once evaluations on this node see it. */
+  apply(change: Change): Promise<void> {
+    const prev = this.queues.get(change.orgId) ?? Promise.resolve();
+    const next = prev.then(() => this.applyNow(change));
+    const tail = next.catch(() => {});
+    this.queues.set(change.orgId, tail);
+    void tail.then(() => {
+      if (this.queues.get(change.orgId) === tail) this.queues.delete(change.orgId);
+    });
+    return next;
+  }
+
+  private async applyNow(change: Change): Promise<void> {
+    const current = this.snapshots.get(change.orgId);
+    // Not loaded here: nothing to update; the first use loads the latest state.
+    if (current === undefined) return;
+    if (current.org.version >= change.version) return;
+    const t = change.touches;
+    if (t === 'all' || change.version !== current.org.version + 1) {
+      await this.loadOrg(change.orgId, change);
+      return;
+    }
+    const flagName = t === 'settings' ? null : t.flag;
+    const [org, flag, configs] = await Promise.all([
+      getOrg(this.db, change.orgId),
+      flagName === null ? null : getFlag(this.db, change.orgId, flagName),
+      flagName === null ? [] : listConfigs(this.db, change.orgId, flagName),
+    ]);
+    if (org === null) {
+      this.snapshots.delete(change.orgId);
+      this.emit(change.orgId, null, change);
+      return;
+    }
+    if (flagName !== null) {
+      if (flag === null) current.flags.delete(flagName);
+      else current.flags.set(flag.name, compileFlag(flag, configs));
+    }
+    // The org row may be newer than this change; never claim more than we applied.
+    current.org = { ...org, version: Math.max(current.org.version, change.version) };
+    this.emit(change.orgId, current, change);
+  }
+
+  private async loadOrg(orgId: string, change?: Change): Promise<OrgSnapshot | null> {
+    // Read the version first: data read afterwards is at least that new, so the snapshot never
+    // claims a version its data does not include.
+    const org = await getOrg(this.db, orgId);
+    if (org === null) {
+      this.snapshots.delete(orgId);
+      if (change) this.emit(orgId, null, change);
+      return null;
+    }
+    const [flags, configs] = await Promise.all([listFlags(this.db, orgId), listOrgConfigs(this.db, orgId)]);
+    const existing = this.snapshots.get(orgId);
+    if (existing !== undefined && existing.org.version > org.version) return existing;
+    const snap = buildSnapshot(org, flags, configs);
+    this.snapshots.set(orgId, snap);
+    this.emit(orgId, snap, change ?? { orgId, version: org.version, touches: 'all' });
+    return snap;
+  }
+
+  private emit(orgId: string, snap: OrgSnapshot | null, change: Change): void {
+    for (const l of this.listeners) l(orgId, snap, change);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The one database interface the rest of Vexil sees. Two adapters implement it: PGlite (embedded
+ * PostgreSQL in WASM, the zero-setup default) and postgres.js (a real PostgreSQL server). Both run
+ * the same SQL with `$n` placeholders; jsonb parameters are passed as JSON text with a `::jsonb`
+ * cast so both drivers treat them alike.
+ */
+import { VexilError } from '../domain/errors.js';
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+export interface Database extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs `fn` in one transaction: everything it wrote commits together or not at all. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL SQLSTATE codes we translate. */
+const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
+
+/** Connection-level failures: the database is unreachable, not the statement wrong. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+
+/** Maps a driver error to a VexilError; returns the error unchanged when it is already one. */
+export function translateDbError(err: unknown): unknown {
+  if (err instanceof VexilError) return err;
+  const code = (err as { code?: string } | null)?.code;
+  if (code === UNIQUE_VIOLATION) return new VexilError('CONFLICT', 'The resource already exists', { cause: err });
+  if (code === FOREIGN_KEY_VIOLATION) return new VexilError('CONFLICT', 'The change refers to a resource that no longer exists', { cause: err });
+  if (code !== undefined && UNAVAILABLE_CODES.has(code)) {
+    return new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { cause: err });
+  }
+  return err;
+}
+
+export const json = (value: unknown): string => JSON.stringify(value);
+
+export const iso = (value: Date | string | null): string | null =>
+  value === null ? null : (value instanceof Date ? value : new Date(value)).toISOString();

@@ -1,0 +1,46 @@
+import postgres from 'postgres';
+import { type Database, type Queryable, translateDbError } from './database.js';
+
+/** A real PostgreSQL server through postgres.js. */
+export async function openPostgres(url: string, opts: { max?: number } = {}): Promise<Database> {
+  const sql = postgres(url, {
+    max: opts.max ?? 10,
+    onnotice: () => {},
+    connect_timeout: 5,
+    // Vexil reads timestamps as Date and lists as jsonb; nothing else needs custom types.
+  });
+  const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
+    async query<T>(text: string, params?: unknown[]) {
+      try {
+        return (await q.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[])) as unknown as T[];
+      } catch (err) {
+        throw translateDbError(err);
+      }
+    },
+    async exec(script: string) {
+      try {
+        await q.unsafe(script);
+      } catch (err) {
+        throw translateDbError(err);
+      }
+    },
+  });
+  const root = wrap(sql);
+  // Fail fast when the server is not there.
+  await root.query('select 1');
+  return {
+    kind: 'postgres',
+    query: root.query,
+    exec: root.exec,
+    async transaction(fn) {
+      try {
+        return (await sql.begin((tx) => fn(wrap(tx)))) as Awaited<ReturnType<typeof fn>>;
+      } catch (err) {
+        throw translateDbError(err);
+      }
+    },
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
