@@ -1,0 +1,238 @@
+/**
+ * Compiled, immutable-per-version form of an organization's flags that the engine reads. Built once
+ * per change (compileFlag / buildSnapshot), never per request: everything the hot path needs
+ * (sorted rules, cumulative thresholds, parsed times, resolved variants, reason objects) is
+ * precomputed here.
+ */
+import type {
+  EvaluationReason,
+  Flag,
+  FlagConfig,
+  Organization,
+  Variant,
+} from '../domain/types.js';
+import { BUCKETS } from './hash.js';
+import { compileCondition, type CompiledCondition } from './conditions.js';
+
+/** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
+export interface CompiledAllocation {
+  variantKey: string;
+  /** Exclusive upper bound in buckets; thresholds are increasing and the last one is 10000. */
+  upTo: number;
+  /** Key answered (null when variantKey names no variant of the flag). */
+  key: string | null;
+  /** Value answered (null when variantKey names no variant of the flag). */
+  value: unknown;
+}
+
+export interface CompiledRule {
+  id: string;
+  priority: number;
+  conditions: CompiledCondition[];
+  /** Cumulative allocation thresholds in buckets. Empty: the rule serves the default variant. */
+  allocations: CompiledAllocation[];
+  /** Shared, frozen `rule_matched` reason ("Matched rule r1 at priority 2"). */
+  reason: EvaluationReason;
+}
+
+/** Shared, frozen reasons of the hot-path outcomes of one configuration. */
+export interface ConfigReasons {
+  configDisabled: EvaluationReason;
+  notYetActive: EvaluationReason;
+  expired: EvaluationReason;
+  rolloutExcluded: EvaluationReason;
+  enrollmentClosed: EvaluationReason;
+  default: EvaluationReason;
+}
+
+export interface CompiledConfig {
+  config: FlagConfig;
+  /** Sorted by priority ascending; equal priorities keep their stored order. */
+  rules: CompiledRule[];
+  /** Math.round(rolloutPercentage * 100), clamped to 0..10000: buckets below it are in the rollout. */
+  rolloutUpTo: number;
+  /** Math.round(enrollmentCutoff * 100) clamped to 0..10000, or null when enrollment is open. */
+  cutoffUpTo: number | null;
+  activeFromMs: number | null;
+  activeUntilMs: number | null;
+  /** The terminal variant: defaultVariantKey when it names a variant, else null/null. */
+  defaultKey: string | null;
+  defaultValue: unknown;
+  reasons: ConfigReasons;
+}
+
+/** The configurations of one stage, keyed for allocation-free lookup. */
+export interface StageConfigs {
+  base: CompiledConfig | null;
+  byClient: Map<string, CompiledConfig> | null;
+}
+
+export interface CompiledFlag {
+  flag: Flag;
+  variants: Map<string, Variant>;
+  /** By configKey(stage, clientId). */
+  configs: Map<string, CompiledConfig>;
+  /** By exact stage spelling and by lower-cased stage: the engine's lookup path. */
+  stages: Map<string, StageConfigs>;
+  /** flag.environments, exact spellings and lower-cased. */
+  environments: Set<string>;
+}
+
+export interface OrgSnapshot {
+  org: Organization;
+  flags: Map<string, CompiledFlag>;
+}
+
+/**
+ * Key of a configuration in CompiledFlag.configs. Stages compare case-insensitively (lower-cased
+ * here); clientIds exactly. A null or empty clientId is the stage's base configuration.
+ */
+export function configKey(stage: string, clientId: string | null): string {
+  const s = stage.toLowerCase();
+  return clientId === null || clientId === '' ? s : s + '\u0000' + clientId;
+}
+
+function clampBuckets(n: number): number {
+  if (!(n > 0)) return 0; // also NaN
+  return n > BUCKETS ? BUCKETS : n;
+}
+
+function parseTime(iso: string | null | undefined): number | null {
+  if (iso === null || iso === undefined) return null;
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+function reason(code: EvaluationReason['code'], message: string, ruleId?: string): EvaluationReason {
+  return Object.freeze(ruleId === undefined ? { code, message } : { code, message, ruleId });
+}
+
+function pct(n: number): string {
+  return `${Number.isFinite(n) ? Math.round(n * 100) / 100 : n}%`;
+}
+
+function describeConfig(c: FlagConfig): string {
+  return c.clientId === null || c.clientId === ''
+    ? `stage '${c.stage}'`
+    : `stage '${c.stage}', client '${c.clientId}'`;
+}
+
+function compileRule(
+  rule: FlagConfig['rules'][number],
+  variants: Map<string, Variant>,
+): CompiledRule {
+  const conditions: CompiledCondition[] = [];
+  for (const c of rule.conditions ?? []) conditions.push(compileCondition(c.field, c.operator, c.value));
+  const allocations: CompiledAllocation[] = [];
+  const list = rule.allocations ?? [];
+  let cumulative = 0;
+  for (let i = 0; i < list.length; i++) {
+    const a = list[i];
+    cumulative += Number.isFinite(a.percentage) && a.percentage > 0 ? a.percentage : 0;
+    // The last allocation absorbs rounding so the thresholds end at exactly 10000.
+    const upTo = i === list.length - 1 ? BUCKETS : clampBuckets(Math.round(cumulative * 100));
+    const v = variants.get(a.variantKey);
+    allocations.push({
+      variantKey: a.variantKey,
+      upTo,
+      key: v === undefined ? null : v.key,
+      value: v === undefined ? null : v.value,
+    });
+  }
+  return {
+    id: rule.id,
+    priority: rule.priority,
+    conditions,
+    allocations,
+    reason: reason('rule_matched', `Matched rule ${rule.id} at priority ${rule.priority}`, rule.id),
+  };
+}
+
+function compileConfig(config: FlagConfig, variants: Map<string, Variant>): CompiledConfig {
+  const indexed = (config.rules ?? []).map((r, i) => ({ r, i }));
+  indexed.sort((a, b) => a.r.priority - b.r.priority || a.i - b.i);
+  const rules = indexed.map(({ r }) => compileRule(r, variants));
+  const rolloutUpTo = clampBuckets(Math.round(config.rolloutPercentage * 100));
+  const cutoff = config.enrollmentCutoff;
+  const cutoffUpTo = cutoff === null || cutoff === undefined ? null : clampBuckets(Math.round(cutoff * 100));
+  const activeFromMs = parseTime(config.activeFrom);
+  const activeUntilMs = parseTime(config.activeUntil);
+  const dv = variants.get(config.defaultVariantKey);
+  const where = describeConfig(config);
+  const reasons: ConfigReasons = {
+    configDisabled: reason('config_disabled', `Configuration for ${where} is disabled`),
+    notYetActive: reason(
+      'not_yet_active',
+      `Configuration for ${where} is not active until ${activeFromMs === null ? '?' : new Date(activeFromMs).toISOString()}`,
+    ),
+    expired: reason(
+      'expired',
+      `Configuration for ${where} expired at ${activeUntilMs === null ? '?' : new Date(activeUntilMs).toISOString()}`,
+    ),
+    rolloutExcluded: reason('rollout_excluded', `User is outside the ${pct(config.rolloutPercentage)} rollout`),
+    enrollmentClosed: reason(
+      'enrollment_closed',
+      `Enrollment is closed at ${pct(cutoff ?? 100)}: the user was not enrolled before the cut-off`,
+    ),
+    default: reason(
+      'default',
+      dv === undefined
+        ? `No rule matched; default variant '${config.defaultVariantKey}' does not exist`
+        : `No rule matched; serving default variant '${dv.key}'`,
+    ),
+  };
+  return {
+    config,
+    rules,
+    rolloutUpTo,
+    cutoffUpTo,
+    activeFromMs,
+    activeUntilMs,
+    defaultKey: dv === undefined ? null : dv.key,
+    defaultValue: dv === undefined ? null : dv.value,
+    reasons,
+  };
+}
+
+/** Compiles a flag and its configurations (all stages, all clientIds) into the engine's form. */
+export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
+  const variants = new Map<string, Variant>();
+  for (const v of flag.variants) if (!variants.has(v.key)) variants.set(v.key, v);
+  const compiled = new Map<string, CompiledConfig>();
+  const stages = new Map<string, StageConfigs>();
+  for (const config of configs) {
+    const cc = compileConfig(config, variants);
+    compiled.set(configKey(config.stage, config.clientId), cc);
+    for (const stageKey of [config.stage, config.stage.toLowerCase()]) {
+      let sc = stages.get(stageKey);
+      if (sc === undefined) {
+        sc = { base: null, byClient: null };
+        stages.set(stageKey, sc);
+      }
+      if (config.clientId === null || config.clientId === '') {
+        // An exact spelling wins over a case variant of it under the lower-cased key.
+        if (sc.base === null || stageKey === config.stage) sc.base = cc;
+      } else {
+        if (sc.byClient === null) sc.byClient = new Map();
+        if (!sc.byClient.has(config.clientId) || stageKey === config.stage) sc.byClient.set(config.clientId, cc);
+      }
+    }
+  }
+  const environments = new Set<string>();
+  for (const e of flag.environments) {
+    environments.add(e);
+    environments.add(e.toLowerCase());
+  }
+  return { flag, variants, configs: compiled, stages, environments };
+}
+
+/** Compiles every flag of an organization. `configs` maps a flag name to its configurations. */
+export function buildSnapshot(
+  org: Organization,
+  flags: Flag[],
+  configs: Map<string, FlagConfig[]>,
+): OrgSnapshot {
+  const map = new Map<string, CompiledFlag>();
+  for (const f of flags) map.set(f.name, compileFlag(f, configs.get(f.name) ?? []));
+  return { org, flags: map };
+}
