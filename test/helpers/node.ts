@@ -1,0 +1,202 @@
+/**
+ * Test harness: starts real Vexil nodes (real uWS HTTP, real PGlite or PostgreSQL) on free
+ * loopback ports, and talks to them with real HTTP requests.
+ *
+ *   const n = await startTestNode(t);            // PGlite in memory, torn down with the test
+ *   const n = await startTestNode(t, { db: 'postgres' })  // fresh database on DATABASE_URL
+ *   const r = await n.req('POST', '/api/flags', { key: n.adminKey, body: {...} });
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { migrate } from '../../src/storage/migrate.js';
+import { openPGlite } from '../../src/storage/pglite.js';
+import { projectPath } from '../../src/util/paths.js';
+import { loadConfig } from '../../src/config.js';
+import { startNode, type StartOptions, type VexilNode } from '../../src/node.js';
+import { createLogger } from '../../src/util/log.js';
+
+export interface Res<T = any> {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON body (undefined when empty). */
+  body: T;
+  text: string;
+}
+
+export interface ReqOptions {
+  key?: string;
+  body?: unknown;
+  /** Sent as is (no JSON encoding). */
+  raw?: string | Buffer | Uint8Array;
+  headers?: Record<string, string>;
+}
+
+export interface TestNode {
+  url: string;
+  adminKey: string;
+  node: VexilNode;
+  req<T = any>(method: string, path: string, opts?: ReqOptions): Promise<Res<T>>;
+  close(): Promise<void>;
+}
+
+export const randomKey = (): string => randomBytes(32).toString('hex');
+
+export async function request<T = any>(base: string, method: string, path: string, opts: ReqOptions = {}): Promise<Res<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key !== undefined) headers['x-management-key'] = opts.key;
+  let body: string | Buffer | Uint8Array | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  if (text !== '') {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export interface TestNodeOptions {
+  db?: 'pglite' | 'postgres';
+  /** Database URL to use instead of a fresh one (several nodes on one database). */
+  databaseUrl?: string;
+  /** Persist PGlite here instead of in memory. */
+  dataDir?: string;
+  adminKey?: string;
+  env?: Record<string, string>;
+  start?: StartOptions;
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export async function startTestNode(t: Teardown | null, opts: TestNodeOptions = {}): Promise<TestNode> {
+  const adminKey = opts.adminKey ?? randomKey();
+  let databaseUrl = opts.databaseUrl;
+  if (databaseUrl === undefined && opts.db === 'postgres') {
+    const db = await freshPostgresDatabase();
+    databaseUrl = db.url;
+    t?.teardown(db.drop);
+  }
+  let dataDir = opts.dataDir;
+  if (dataDir === undefined && databaseUrl === undefined) {
+    dataDir = await pgliteCopy();
+    const dir = dataDir;
+    t?.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  }
+  const env: Record<string, string> = {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey,
+    VEXIL_LOG_LEVEL: 'silent',
+    VEXIL_EVAL_WORKERS: '0',
+    ...(dataDir ? { VEXIL_DATA_DIR: dataDir } : {}),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...opts.env,
+  };
+  const config = loadConfig(env);
+  const node = await startNode(config, {
+    log: createLogger(config.logLevel),
+    ...opts.start,
+  });
+  const tn: TestNode = {
+    url: node.url,
+    adminKey,
+    node,
+    req: (method, path, o) => request(node.url, method, path, o),
+    close: () => node.close(),
+  };
+  t?.teardown(() => node.close());
+  return tn;
+}
+
+/**
+ * A fresh PGlite data directory, already migrated. PGlite's initdb takes seconds in WASM; it runs
+ * once per schema version into a template (kept in the OS temp dir), and each node gets a copy.
+ */
+export async function pgliteCopy(): Promise<string> {
+  const sqlDir = projectPath('sql');
+  const digest = createHash('sha256');
+  for (const f of readdirSync(sqlDir).sort()) digest.update(f).update(readFileSync(join(sqlDir, f)));
+  const template = join(tmpdir(), `vexil-pglite-template-${digest.digest('hex').slice(0, 12)}`);
+  if (!existsSync(template)) {
+    const building = mkdtempSync(join(tmpdir(), 'vexil-pglite-build-'));
+    const db = await openPGlite(building);
+    await migrate(db);
+    await db.close();
+    try {
+      renameSync(building, template);
+    } catch {
+      rmSync(building, { recursive: true, force: true }); // another process won the race
+    }
+  }
+  const copy = mkdtempSync(join(tmpdir(), 'vexil-test-'));
+  cpSync(template, copy, { recursive: true });
+  return copy;
+}
+
+/** DATABASE_URL when the PostgreSQL suites should run, else undefined (they skip with a reason). */
+export const postgresUrl = (): string | undefined => process.env.DATABASE_URL || undefined;
+export const skipWithoutPostgres = (): string | false =>
+  postgresUrl() ? false : 'DATABASE_URL is not set: PostgreSQL suite skipped';
+
+/** Creates an empty database on the DATABASE_URL server; `drop` removes it. */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = postgresUrl();
+  if (!base) throw new Error('DATABASE_URL is not set');
+  const name = `vexil_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(base, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const u = new URL(base);
+  u.pathname = '/' + name;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const a = postgres(base, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}
+
+// ---- fixtures -------------------------------------------------------------------------------------
+
+export const boolVariants = [
+  { key: 'on', value: true, valueType: 'boolean' },
+  { key: 'off', value: false, valueType: 'boolean' },
+];
+
+/** Creates a boolean flag (201 asserted by the caller if it matters). */
+export function createFlag(n: TestNode, name: string, extra: Record<string, unknown> = {}, key = n.adminKey) {
+  return n.req('POST', '/api/flags', { key, body: { name, project: 'default', type: 'boolean', variants: boolVariants, ...extra } });
+}
+
+export function upsertConfig(n: TestNode, name: string, config: Record<string, unknown>, key = n.adminKey) {
+  return n.req('POST', `/api/flags/${encodeURIComponent(name)}/configs`, {
+    key,
+    body: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100, ...config },
+  });
+}
+
+/** Creates a key and returns its value. */
+export async function createKey(n: TestNode, body: Record<string, unknown>): Promise<string> {
+  const r = await n.req('POST', '/api/keys', { key: n.adminKey, body: { name: 'test', ...body } });
+  if (r.status !== 201) throw new Error(`createKey failed: ${r.status} ${r.text}`);
+  return r.body.key as string;
+}
+
+export function evaluate(n: TestNode, key: string, flag: string, body: Record<string, unknown>, explain = false) {
+  return n.req('POST', `/flags/${encodeURIComponent(flag)}${explain ? '?explain=true' : ''}`, { key, body });
+}
