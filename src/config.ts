@@ -2,7 +2,8 @@
  * Settings come from the environment (CONTRACT.md 1) and are validated once at start-up: a bad
  * value stops the node with a message naming the variable, rather than surfacing under load.
  */
-import { cpus } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { cpus, hostname } from 'node:os';
 import { z } from 'zod';
 
 const intIn = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -21,6 +22,9 @@ const schema = z.object({
   VEXIL_GRAPHQL_MAX_EVALUATIONS: intIn(1, 100_000).default(100),
   VEXIL_EVAL_WORKERS: intIn(0, 256).default(cpus().length),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
+  VEXIL_SYNC_POLL_MS: intIn(50, 600_000).default(1000),
+  VEXIL_SYNC_SAFETY_POLL_MS: intIn(100, 3_600_000).default(15_000),
+  VEXIL_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only').optional(),
   VEXIL_ALLOW_UWS_FALLBACK: z.enum(['0', '1', 'true', 'false']).default('0'),
   VEXIL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
@@ -39,6 +43,10 @@ export interface Config {
   graphqlMaxEvaluations: number;
   evalWorkers: number;
   keyCacheTtlMs: number;
+  /** PostgreSQL version poll while the cluster bus is down, and while it is up (safety net). */
+  syncPollMs: number;
+  syncSafetyPollMs: number;
+  nodeId: string;
   allowUwsFallback: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
 }
@@ -68,6 +76,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     graphqlMaxEvaluations: e.VEXIL_GRAPHQL_MAX_EVALUATIONS,
     evalWorkers: e.VEXIL_EVAL_WORKERS,
     keyCacheTtlMs: e.VEXIL_KEY_CACHE_TTL_MS,
+    syncPollMs: e.VEXIL_SYNC_POLL_MS,
+    syncSafetyPollMs: e.VEXIL_SYNC_SAFETY_POLL_MS,
+    nodeId: e.VEXIL_NODE_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     allowUwsFallback: e.VEXIL_ALLOW_UWS_FALLBACK === '1' || e.VEXIL_ALLOW_UWS_FALLBACK === 'true',
     logLevel: e.VEXIL_LOG_LEVEL,
   };

@@ -8,6 +8,8 @@
 import type { Config } from './config.js';
 import { KeyCache } from './auth/key-cache.js';
 import { LocalBus, type Bus } from './cluster/bus.js';
+import { NatsBus } from './cluster/nats-bus.js';
+import { ClusterSync } from './cluster/sync.js';
 import { bootstrap } from './features/organizations/bootstrap.js';
 import { orgVersions } from './features/organizations/store.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
@@ -60,13 +62,15 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     if (boot.created) log.info('bootstrapped organization "default"');
 
     const snapshots = new SnapshotRegistry(db);
+    const bus = opts.bus ?? (config.natsUrl !== null ? new NatsBus(config.natsUrl, config.nodeId, log) : new LocalBus());
+    if (bus instanceof NatsBus) await bus.start();
     const rt: Runtime = {
       config,
       db,
       snapshots,
       keys: new KeyCache(db, config.keyCacheTtlMs),
       limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
-      bus: opts.bus ?? new LocalBus(),
+      bus,
       log,
       now: Date.now,
     };
@@ -74,6 +78,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const started = performance.now();
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
     log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - started) });
+    const sync = new ClusterSync(db, snapshots, rt.keys, bus, log, { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
 
     const app = uws.App();
     app.get('/healthz', (res) => {
@@ -103,6 +108,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         if (closed) return;
         closed = true;
         uws.us_listen_socket_close(listenSocket);
+        sync.stop();
         await rt.bus.close();
         await db.close();
       },

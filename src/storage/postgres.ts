@@ -7,7 +7,16 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
     max: opts.max ?? 10,
     onnotice: () => {},
     connect_timeout: 5,
-    // Vexil reads timestamps as Date and lists as jsonb; nothing else needs custom types.
+    types: {
+      // Our SQL passes jsonb parameters as JSON text (as PGlite expects); postgres.js would
+      // JSON-encode that text a second time and store a JSON string.
+      jsonText: {
+        to: 3802,
+        from: [114, 3802],
+        serialize: (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)),
+        parse: (s: string) => JSON.parse(s),
+      },
+    },
   });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T>(text: string, params?: unknown[]) {
