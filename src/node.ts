@@ -21,6 +21,7 @@ import { assertNativeUws, uws, type us_listen_socket } from './http/uws.js';
 import { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
+import { EvalPool } from './pool/eval-pool.js';
 import type { Database } from './storage/database.js';
 import { migrate } from './storage/migrate.js';
 import { openPGlite } from './storage/pglite.js';
@@ -72,8 +73,12 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
       bus,
       log,
+      pool: null,
       now: Date.now,
     };
+    if (config.evalWorkers > 0) {
+      rt.pool = new EvalPool(snapshots, config.evalWorkers, `vexil-snapshots-${config.nodeId}`, log);
+    }
     // Warm every organization's snapshot so the first evaluation does no database work.
     const started = performance.now();
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
@@ -109,6 +114,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         closed = true;
         uws.us_listen_socket_close(listenSocket);
         sync.stop();
+        await rt.pool?.close();
         await rt.bus.close();
         await db.close();
       },

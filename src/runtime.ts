@@ -10,6 +10,7 @@ import type { KeyCache } from './auth/key-cache.js';
 import type { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Bus } from './cluster/bus.js';
 import type { Logger } from './util/log.js';
+import type { EvalPool } from './pool/eval-pool.js';
 
 export interface Runtime {
   config: Config;
@@ -19,6 +20,8 @@ export interface Runtime {
   limiter: RateLimiter;
   bus: Bus;
   log: Logger;
+  /** Evaluation worker pool, or null when evaluating on the front thread (VEXIL_EVAL_WORKERS=0). */
+  pool: EvalPool | null;
   /** Wall clock in ms (evaluation time windows). */
   now(): number;
 }

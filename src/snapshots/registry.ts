@@ -21,7 +21,11 @@ export interface Change {
   touches: Touches;
 }
 
-export type SnapshotListener = (orgId: string, snapshot: OrgSnapshot | null, change: Change) => void;
+/**
+ * Called after each update, in order: `touches` says what changed in `snapshot` ('all' after a
+ * full load); `snapshot` is null when the organization is gone.
+ */
+export type SnapshotListener = (orgId: string, snapshot: OrgSnapshot | null, touches: Touches) => void;
 
 export class SnapshotRegistry {
   private readonly snapshots = new Map<string, OrgSnapshot>();
@@ -75,7 +79,7 @@ export class SnapshotRegistry {
     if (current.org.version >= change.version) return;
     const t = change.touches;
     if (t === 'all' || change.version !== current.org.version + 1) {
-      await this.loadOrg(change.orgId, change);
+      await this.loadOrg(change.orgId, true);
       return;
     }
     const flagName = t === 'settings' ? null : t.flag;
@@ -86,7 +90,7 @@ export class SnapshotRegistry {
     ]);
     if (org === null) {
       this.snapshots.delete(change.orgId);
-      this.emit(change.orgId, null, change);
+      this.emit(change.orgId, null, 'all');
       return;
     }
     if (flagName !== null) {
@@ -95,16 +99,16 @@ export class SnapshotRegistry {
     }
     // The org row may be newer than this change; never claim more than we applied.
     current.org = { ...org, version: Math.max(current.org.version, change.version) };
-    this.emit(change.orgId, current, change);
+    this.emit(change.orgId, current, t);
   }
 
-  private async loadOrg(orgId: string, change?: Change): Promise<OrgSnapshot | null> {
+  private async loadOrg(orgId: string, notifyDrop = false): Promise<OrgSnapshot | null> {
     // Read the version first: data read afterwards is at least that new, so the snapshot never
     // claims a version its data does not include.
     const org = await getOrg(this.db, orgId);
     if (org === null) {
       this.snapshots.delete(orgId);
-      if (change) this.emit(orgId, null, change);
+      if (notifyDrop) this.emit(orgId, null, 'all');
       return null;
     }
     const [flags, configs] = await Promise.all([listFlags(this.db, orgId), listOrgConfigs(this.db, orgId)]);
@@ -112,11 +116,11 @@ export class SnapshotRegistry {
     if (existing !== undefined && existing.org.version > org.version) return existing;
     const snap = buildSnapshot(org, flags, configs);
     this.snapshots.set(orgId, snap);
-    this.emit(orgId, snap, change ?? { orgId, version: org.version, touches: 'all' });
+    this.emit(orgId, snap, 'all');
     return snap;
   }
 
-  private emit(orgId: string, snap: OrgSnapshot | null, change: Change): void {
-    for (const l of this.listeners) l(orgId, snap, change);
+  private emit(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
+    for (const l of this.listeners) l(orgId, snap, touches);
   }
 }

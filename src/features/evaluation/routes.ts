@@ -6,7 +6,7 @@ import { jsonObjectBody } from '../../http/exchange.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
-import { evaluateForKey } from './service.js';
+import { evaluate } from './service.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 
@@ -19,7 +19,7 @@ export function evaluationRoutes(rt: Runtime): Route[] {
         const auth = await authenticate(rt, inc.managementKey, evalBucket);
         const explain = booleanParam(inc.query, 'explain');
         const input = parseEvaluationBody(jsonObjectBody(inc));
-        const ev = evaluateForKey(auth, inc.params[0], input, rt.now());
+        const ev = await evaluate(rt, auth, inc.params[0], input);
         const body = explain ? { variant: ev.variant, key: ev.key, reason: ev.reason } : { variant: ev.variant, key: ev.key };
         return { status: 200, body };
       },

@@ -7,7 +7,8 @@ import { requireApplication, requireEvaluator } from '../../auth/permissions.js'
 import { forbidden, notFound } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/names.js';
 import type { Evaluation, EvaluationRequest } from '../../domain/types.js';
-import { evaluateFlag } from '../../evaluation/index.js';
+import { evaluateFlag, type CompiledFlag } from '../../evaluation/index.js';
+import type { Runtime } from '../../runtime.js';
 
 export interface EvaluationInput {
   userId: string;
@@ -17,17 +18,17 @@ export interface EvaluationInput {
 }
 
 /**
- * The caller has checked that stage and userId are present (400). Order: permission (403), flag
- * in the organization (404), application scope (403), environment scope (403, the key's spelling
- * wins), stage an environment of the organization (404).
+ * CONTRACT.md 6 step 1 after the 400s (the caller has checked that stage and userId are present):
+ * permission (403), flag in the organization (404), application scope (403), environment scope
+ * (403, the key's spelling wins), stage an environment of the organization (404). Returns what the
+ * engine needs.
  */
-export function evaluateForKey(
+export function checkEvaluation(
   auth: Authenticated,
   flagName: string,
   input: EvaluationInput,
-  nowMs: number,
   orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
-): Evaluation {
+): { flag: CompiledFlag; req: EvaluationRequest } {
   const p = auth.principal;
   requireEvaluator(p, orgWideCode);
   const snapshot = auth.snapshot;
@@ -41,6 +42,33 @@ export function evaluateForKey(
   }
   const canonical = findName(snapshot.org.environments, stage);
   if (canonical === undefined) throw notFound(`Environment '${stage}' not found`);
-  const req: EvaluationRequest = { userId: input.userId, stage: canonical, clientId: input.clientId, context: input.context };
-  return evaluateFlag(snapshot, flag, req, nowMs);
+  return { flag, req: { userId: input.userId, stage: canonical, clientId: input.clientId, context: input.context } };
+}
+
+/** Evaluates on this thread (no pool). */
+export function evaluateForKey(
+  auth: Authenticated,
+  flagName: string,
+  input: EvaluationInput,
+  nowMs: number,
+  orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
+): Evaluation {
+  const { flag, req } = checkEvaluation(auth, flagName, input, orgWideCode);
+  return evaluateFlag(auth.snapshot, flag, req, nowMs);
+}
+
+/**
+ * The entry point REST and GraphQL use: the checks run here on the front thread, the engine runs
+ * in the worker pool when the node has one (VEXIL_EVAL_WORKERS > 0), else right here.
+ */
+export function evaluate(
+  rt: Runtime,
+  auth: Authenticated,
+  flagName: string,
+  input: EvaluationInput,
+  orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
+): Evaluation | Promise<Evaluation> {
+  const { flag, req } = checkEvaluation(auth, flagName, input, orgWideCode);
+  if (rt.pool === null) return evaluateFlag(auth.snapshot, flag, req, rt.now());
+  return rt.pool.evaluate({ orgId: auth.snapshot.org.id, version: auth.snapshot.org.version, flag: flagName, ...req });
 }
