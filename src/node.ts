@@ -10,10 +10,12 @@ import { KeyCache } from './auth/key-cache.js';
 import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
+import { Membership } from './cluster/membership.js';
 import { bootstrap } from './features/organizations/bootstrap.js';
 import { orgVersions } from './features/organizations/store.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { flagRoutes } from './features/flags/routes.js';
+import { graphqlRoutes } from './graphql/routes.js';
 import { keyRoutes } from './features/keys/routes.js';
 import { operatorRoutes } from './features/operator/routes.js';
 import { mount, type Route } from './http/router.js';
@@ -84,16 +86,22 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
     log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - started) });
     const sync = new ClusterSync(db, snapshots, rt.keys, bus, log, { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
+    const membership = new Membership(bus, config.nodeId, (n) => {
+      rt.limiter.setNodes(n);
+      log.info('cluster size changed', { nodes: n });
+    });
 
     const app = uws.App();
     app.get('/healthz', (res) => {
-      res.cork(() => res.writeHeader('content-type', 'application/json').end('{"status":"ok"}'));
+      const body = JSON.stringify({ status: 'ok', node: config.nodeId, nodes: membership.nodes, bus: bus instanceof NatsBus ? (bus.connected ? 'up' : 'down') : 'local' });
+      res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
     });
     mount(app, log, [
       ...evaluationRoutes(rt),
       ...flagRoutes(rt),
       ...keyRoutes(rt),
       ...operatorRoutes(rt),
+      ...graphqlRoutes(rt),
       ...(opts.routes?.(rt) ?? []),
     ]);
     const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
@@ -114,6 +122,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         closed = true;
         uws.us_listen_socket_close(listenSocket);
         sync.stop();
+        membership.stop();
         await rt.pool?.close();
         await rt.bus.close();
         await db.close();

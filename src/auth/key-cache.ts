@@ -3,7 +3,12 @@
  * flood of bad keys does not reach the database; a key value is 256 random bits, so a negative
  * entry can never hide a key created later. Invalidation by key id is immediate on this node (and
  * on every node through the cluster bus).
+ *
+ * While the database is unreachable, an expired entry is used rather than refusing every request
+ * (evaluations keep serving from snapshots). Nobody can disable or rotate a key then anyway, and an
+ * invalidation from the bus still removes the entry at once.
  */
+import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
 import type { Queryable } from '../storage/database.js';
 import { findKeyByHash } from '../features/keys/store.js';
@@ -28,11 +33,7 @@ export class KeyCache {
   /** The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked. */
   peek(hash: string): ManagementKey | null | undefined {
     const e = this.byHash.get(hash);
-    if (e === undefined) return undefined;
-    if (e.expiresMs <= this.now()) {
-      this.drop(hash, e);
-      return undefined;
-    }
+    if (e === undefined || e.expiresMs <= this.now()) return undefined;
     return e.key;
   }
 
@@ -42,10 +43,17 @@ export class KeyCache {
     let p = this.inflight.get(hash);
     if (p === undefined) {
       p = findKeyByHash(this.db, hash)
-        .then((key) => {
-          this.store(hash, key);
-          return key;
-        })
+        .then(
+          (key) => {
+            this.store(hash, key);
+            return key;
+          },
+          (err: unknown) => {
+            const stale = this.byHash.get(hash);
+            if (stale !== undefined && err instanceof VexilError && err.code === 'UNAVAILABLE') return stale.key;
+            throw err;
+          },
+        )
         .finally(() => this.inflight.delete(hash));
       this.inflight.set(hash, p);
     }
@@ -65,6 +73,7 @@ export class KeyCache {
 
   private store(hash: string, key: ManagementKey | null): void {
     if (this.ttlMs === 0) return;
+    this.byHash.delete(hash); // re-insert at the end: Map order is age order
     if (this.byHash.size >= this.maxEntries) {
       // Oldest first (Map keeps insertion order).
       const oldest = this.byHash.keys().next().value as string;

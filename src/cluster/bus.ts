@@ -6,7 +6,9 @@ import type { Change } from '../snapshots/registry.js';
 
 export type ClusterEvent =
   | { kind: 'change'; change: Change }
-  | { kind: 'key'; orgId: string; keyId: string };
+  | { kind: 'key'; orgId: string; keyId: string }
+  /** Liveness, every second: nodes count each other to share rate limits. */
+  | { kind: 'heartbeat'; node: string };
 
 export interface Bus {
   publish(event: ClusterEvent): void;

@@ -42,7 +42,7 @@ export class ClusterSync {
     bus.onEvent((e) => {
       if (e.kind === 'change') {
         this.snapshots.apply(e.change).catch((err) => this.log.warn('snapshot reload failed', { orgId: e.change.orgId, err }));
-      } else {
+      } else if (e.kind === 'key') {
         this.keys.invalidateKey(e.keyId);
       }
     });

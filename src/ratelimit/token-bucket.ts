@@ -13,12 +13,26 @@ export type BucketKind = 'eval' | 'mgmt';
 
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
+  /** This node's rates: the configured rates divided by the number of live nodes. */
+  private rates: Record<BucketKind, number>;
 
   constructor(
-    private readonly rates: Record<BucketKind, number>,
+    private readonly configured: Record<BucketKind, number>,
     private readonly now: () => number = () => performance.now(),
     private readonly maxEntries = 100_000,
-  ) {}
+  ) {
+    this.rates = { ...configured };
+  }
+
+  /**
+   * Cluster share (docs/cluster.md): with `nodes` live nodes each enforces 1/nodes of every key's
+   * budget, so together they never admit more than the configured rate (plus one second's burst).
+   */
+  setNodes(nodes: number): void {
+    const n = Math.max(1, Math.floor(nodes));
+    this.rates = { eval: this.configured.eval / n, mgmt: this.configured.mgmt / n };
+    for (const [id, b] of this.buckets) b.tokens = Math.min(b.tokens, this.rates[id[0] === 'e' ? 'eval' : 'mgmt']);
+  }
 
   private bucket(kind: BucketKind, keyId: string, nowMs: number): Bucket {
     const id = kind === 'eval' ? 'e' + keyId : 'm' + keyId;
