@@ -1,0 +1,613 @@
+/**
+ * Load generator for the Vexil benchmarks: a module and a CLI.
+ *
+ * Two engines behind one function, `runLoad(options)`:
+ *  - `lean` (default): raw `net` sockets, HTTP/1.1 keep-alive, one prebuilt
+ *    request Buffer, responses framed by Content-Length (chunked understood),
+ *    optional pipelining, latency in microseconds via perf_hooks histograms.
+ *    It costs far less CPU per request than autocannon, so on a 2-core machine
+ *    the server rather than the generator is the bottleneck (docs/benchmarks.md).
+ *  - `autocannon`: autocannon 9's programmatic API, kept for comparison.
+ *
+ * CLI:
+ *   node dist/bench/load.js --url http://127.0.0.1:8080/flags/x -X POST \
+ *     -H 'content-type: application/json' -H 'x-management-key: …' \
+ *     --body '{"userId":"u1","stage":"production"}' -c 50 -d 10 [-p 1] \
+ *     [--engine lean|autocannon] [--warmup 0] [--json]
+ *   node dist/bench/load.js --json --spec '<LoadOptions as JSON>'
+ * With --json only the LoadResult JSON is printed on stdout (for run.ts,
+ * which runs this file pinned to its own core with runLoadInChild()).
+ */
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import { createHistogram, performance, type RecordableHistogram } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pinned, track } from './proc.js';
+
+export type Engine = 'lean' | 'autocannon';
+
+export interface LoadOptions {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  durationSec: number;
+  /** Requests in flight per connection; 1 = no pipelining. */
+  pipelining?: number;
+  engine?: Engine;
+  /** Unmeasured load before the measured run, in seconds (same engine, fresh connections). */
+  warmupSec?: number;
+  /** A connection with requests in flight and no response for this long is reset (counted in timeouts). */
+  timeoutSec?: number;
+}
+
+export interface LoadResult {
+  engine: Engine;
+  url: string;
+  method: string;
+  connections: number;
+  pipelining: number;
+  /** Measured wall time of the run, seconds. */
+  durationSec: number;
+  /** Completed responses (any status) within the measured window. */
+  requests: number;
+  /** requests / durationSec */
+  rps: number;
+  latencyMs: { p50: number; p90: number; p99: number; p999: number; mean: number; max: number };
+  /** Responses with a status outside 200-299. */
+  non2xx: number;
+  /** Transport errors: connection failures, resets, unparsable responses (timeouts included). */
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  /**
+   * CPU time of the generator process over the measured run; `processTotalSec`
+   * is its whole life so far (start-up and warm-up included).
+   */
+  generatorCpu: { userSec: number; systemSec: number; utilization: number; processTotalSec: number };
+}
+
+/** Run load against `url` with the chosen engine; resolves after durationSec (+ warmup). */
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const o = normalize(options);
+  const run = o.engine === 'autocannon' ? runAutocannon : runLean;
+  if (o.warmupSec > 0) await run({ ...o, durationSec: o.warmupSec });
+  return run(o);
+}
+
+type Normalized = Required<Omit<LoadOptions, 'body'>> & { body: string | undefined };
+
+function normalize(o: LoadOptions): Normalized {
+  const n: Normalized = {
+    url: o.url,
+    method: (o.method ?? 'GET').toUpperCase(),
+    headers: o.headers ?? {},
+    body: o.body,
+    connections: Math.max(1, Math.floor(o.connections)),
+    durationSec: o.durationSec,
+    pipelining: Math.max(1, Math.floor(o.pipelining ?? 1)),
+    engine: o.engine ?? 'lean',
+    warmupSec: o.warmupSec ?? 0,
+    timeoutSec: o.timeoutSec ?? 10,
+  };
+  if (!(n.durationSec > 0)) throw new Error('durationSec must be > 0');
+  if (n.engine !== 'lean' && n.engine !== 'autocannon') throw new Error(`unknown engine ${String(n.engine)}`);
+  return n;
+}
+
+function cpuDelta(start: NodeJS.CpuUsage, wallSec: number): LoadResult['generatorCpu'] {
+  const d = process.cpuUsage(start);
+  const userSec = d.user / 1e6;
+  const systemSec = d.system / 1e6;
+  const total = process.cpuUsage();
+  return {
+    userSec,
+    systemSec,
+    utilization: wallSec > 0 ? (userSec + systemSec) / wallSec : 0,
+    processTotalSec: (total.user + total.system) / 1e6,
+  };
+}
+
+// ---------------------------------------------------------------- lean engine
+
+const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+const CL_EXACT = Buffer.from('Content-Length:', 'latin1');
+const CL_LOWER = Buffer.from('content-length:', 'latin1');
+const CONN_CLOSE = Buffer.from(': close\r\n', 'latin1');
+
+function buildRequest(o: Normalized): { buf: Buffer; host: string; port: number } {
+  const u = new URL(o.url);
+  if (u.protocol !== 'http:') throw new Error(`lean engine supports http:// only, got ${u.protocol}`);
+  const port = u.port === '' ? 80 : Number(u.port);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const body = o.body === undefined ? undefined : Buffer.from(o.body, 'utf8');
+  let head = `${o.method} ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\n`;
+  const lower = new Set<string>();
+  for (const [k, v] of Object.entries(o.headers)) {
+    lower.add(k.toLowerCase());
+    head += `${k}: ${v}\r\n`;
+  }
+  if (!lower.has('connection')) head += 'Connection: keep-alive\r\n';
+  if (body !== undefined && !lower.has('content-length')) head += `Content-Length: ${body.length}\r\n`;
+  head += '\r\n';
+  const headBuf = Buffer.from(head, 'latin1');
+  return { buf: body === undefined ? headBuf : Buffer.concat([headBuf, body]), host, port };
+}
+
+/** Content-Length of the header block buf[start, end), or -1 when absent. */
+function contentLength(buf: Buffer, start: number, end: number): number {
+  let i = buf.indexOf(CL_EXACT, start);
+  if (i < 0 || i >= end) i = buf.indexOf(CL_LOWER, start);
+  if (i < 0 || i >= end) {
+    const m = buf.toString('latin1', start, end).match(/\r\ncontent-length:[ \t]*(\d+)/i);
+    return m ? Number(m[1]) : -1;
+  }
+  i += CL_EXACT.length;
+  while (buf[i] === 0x20 || buf[i] === 0x09) i++;
+  let n = 0;
+  let digits = 0;
+  for (let c = buf[i]; c >= 0x30 && c <= 0x39; c = buf[++i]) {
+    n = n * 10 + (c - 0x30);
+    digits++;
+  }
+  return digits > 0 ? n : -1;
+}
+
+function isChunked(buf: Buffer, start: number, end: number): boolean {
+  return /\r\ntransfer-encoding:[^\r]*chunked/i.test(buf.toString('latin1', start, end));
+}
+
+/** End offset of a chunked body starting at `pos`, or -1 when incomplete. */
+function chunkedEnd(buf: Buffer, pos: number): number {
+  for (;;) {
+    const lineEnd = buf.indexOf('\r\n', pos, 'latin1');
+    if (lineEnd < 0) return -1;
+    const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
+    if (!Number.isFinite(size)) throw new Error('bad chunk size');
+    if (size === 0) {
+      // Trailers (usually none) end with an empty line.
+      if (lineEnd + 4 > buf.length) return -1;
+      if (buf[lineEnd + 2] === 0x0d && buf[lineEnd + 3] === 0x0a) return lineEnd + 4;
+      const end = buf.indexOf(CRLFCRLF, lineEnd);
+      return end < 0 ? -1 : end + 4;
+    }
+    pos = lineEnd + 2 + size + 2;
+    if (pos > buf.length) return -1;
+  }
+}
+
+interface LeanStats {
+  hist: RecordableHistogram;
+  status: Uint32Array;
+  requests: number;
+  errors: number;
+  timeouts: number;
+}
+
+class LeanConnection {
+  private sock: net.Socket | undefined;
+  private pending: Buffer | undefined;
+  /** Send times (performance.now()) of in-flight requests, oldest first. */
+  private sent: number[] = [];
+  private lastProgress = 0;
+  private closed = false;
+  /** The server announced `Connection: close`: send nothing more on this socket. */
+  private draining = false;
+
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+    /** `depth` copies of the request, back to back. */
+    private readonly reqs: Buffer,
+    private readonly reqLen: number,
+    private readonly depth: number,
+    private readonly noBody: boolean,
+    private readonly stats: LeanStats,
+    private readonly isRunning: () => boolean,
+  ) {}
+
+  connect(): Promise<void> {
+    return new Promise((resolve) => {
+      const sock = net.connect({ host: this.host, port: this.port, noDelay: true });
+      this.sock = sock;
+      this.pending = undefined;
+      this.sent = [];
+      this.draining = false;
+      let connected = false;
+      sock.once('connect', () => {
+        connected = true;
+        resolve();
+      });
+      sock.on('data', (chunk: Buffer) => this.onData(sock, chunk));
+      sock.on('error', () => {
+        /* counted on close */
+      });
+      sock.once('close', (hadError) => {
+        if (!connected) resolve();
+        if (this.sock !== sock) return;
+        this.sock = undefined;
+        if (this.closed || !this.isRunning()) return;
+        // A close the server announced (Connection: close) is not an error.
+        if (hadError || (this.sent.length > 0 && !this.draining)) this.stats.errors++;
+        // Keep the offered load constant: reconnect and go on.
+        setTimeout(() => {
+          if (!this.closed && this.isRunning()) void this.connect().then(() => this.fill());
+        }, 10);
+      });
+    });
+  }
+
+  /** Bring the number of in-flight requests up to the pipelining depth. */
+  fill(): void {
+    const sock = this.sock;
+    if (sock === undefined || this.draining || !this.isRunning()) return;
+    const missing = this.depth - this.sent.length;
+    if (missing <= 0) return;
+    const now = performance.now();
+    for (let i = 0; i < missing; i++) this.sent.push(now);
+    if (this.sent.length === missing) this.lastProgress = now;
+    sock.write(missing === this.depth ? this.reqs : this.reqs.subarray(0, missing * this.reqLen));
+  }
+
+  /** Reset a connection whose oldest request has waited longer than timeoutMs. */
+  checkTimeout(now: number, timeoutMs: number): void {
+    if (this.sock !== undefined && this.sent.length > 0 && now - this.lastProgress > timeoutMs) {
+      this.stats.timeouts++;
+      this.stats.errors++;
+      const s = this.sock;
+      this.sock = undefined;
+      this.sent = [];
+      s.destroy();
+      void this.connect().then(() => this.fill());
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.sock?.destroy();
+    this.sock = undefined;
+  }
+
+  private onData(sock: net.Socket, chunk: Buffer): void {
+    if (sock !== this.sock) return;
+    const running = this.isRunning();
+    let buf = chunk;
+    if (this.pending !== undefined) {
+      buf = Buffer.concat([this.pending, chunk]);
+      this.pending = undefined;
+    }
+    const len = buf.length;
+    const now = performance.now();
+    let off = 0;
+    let done = 0;
+    const stats = this.stats;
+    try {
+      while (off < len) {
+        const hStart = off;
+        const hEnd = buf.indexOf(CRLFCRLF, off);
+        if (hEnd < 0) break;
+        if (buf[off] !== 0x48 /* H */ || buf[off + 8] !== 0x20) throw new Error('not an HTTP response');
+        const status = (buf[off + 9] - 48) * 100 + (buf[off + 10] - 48) * 10 + (buf[off + 11] - 48);
+        const bodyStart = hEnd + 4;
+        let msgEnd: number;
+        if (this.noBody || status === 204 || status === 304 || (status >= 100 && status < 200)) {
+          msgEnd = bodyStart;
+        } else {
+          const cl = contentLength(buf, off, hEnd);
+          if (cl >= 0) {
+            msgEnd = bodyStart + cl;
+            if (msgEnd > len) break;
+          } else if (isChunked(buf, off, hEnd)) {
+            msgEnd = chunkedEnd(buf, bodyStart);
+            if (msgEnd < 0) break;
+          } else {
+            throw new Error('response without Content-Length');
+          }
+        }
+        off = msgEnd;
+        if (status >= 100 && status < 200) continue; // interim response
+        const ci = buf.indexOf(CONN_CLOSE, hStart);
+        if (ci >= 0 && ci < hEnd) this.draining = true;
+        const t0 = this.sent.shift();
+        done++;
+        if (running && t0 !== undefined && status >= 100 && status < 600) {
+          stats.requests++;
+          stats.status[status]++;
+          const us = Math.round((now - t0) * 1000);
+          stats.hist.record(us < 1 ? 1 : us);
+        }
+      }
+    } catch {
+      stats.errors++;
+      this.sock = undefined;
+      this.sent = [];
+      sock.destroy();
+      if (running && !this.closed) void this.connect().then(() => this.fill());
+      return;
+    }
+    if (off < len) this.pending = buf.subarray(off);
+    if (done > 0) {
+      this.lastProgress = now;
+      if (running) this.fill();
+    }
+  }
+}
+
+async function runLean(o: Normalized): Promise<LoadResult> {
+  const { buf, host, port } = buildRequest(o);
+  const reqs = Buffer.concat(Array.from({ length: o.pipelining }, () => buf));
+  const stats: LeanStats = {
+    hist: createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 }),
+    status: new Uint32Array(600),
+    requests: 0,
+    errors: 0,
+    timeouts: 0,
+  };
+  let running = true;
+  const conns = Array.from(
+    { length: o.connections },
+    () => new LeanConnection(host, port, reqs, buf.length, o.pipelining, o.method === 'HEAD', stats, () => running),
+  );
+  await Promise.all(conns.map((c) => c.connect()));
+  // Connection failures during setup count as errors too.
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (const c of conns) c.fill();
+  const timeoutMs = o.timeoutSec * 1000;
+  const watchdog = setInterval(() => {
+    const now = performance.now();
+    for (const c of conns) c.checkTimeout(now, timeoutMs);
+  }, Math.min(1000, timeoutMs));
+  await new Promise((r) => setTimeout(r, o.durationSec * 1000));
+  running = false;
+  const wallSec = (performance.now() - t0) / 1000;
+  const generatorCpu = cpuDelta(cpu0, wallSec);
+  clearInterval(watchdog);
+  for (const c of conns) c.close();
+
+  const h = stats.hist;
+  const ms = (us: number): number => (Number.isFinite(us) ? us / 1000 : 0);
+  const statusCodes: Record<string, number> = {};
+  let non2xx = 0;
+  stats.status.forEach((count, code) => {
+    if (count === 0) return;
+    statusCodes[String(code)] = count;
+    if (code < 200 || code > 299) non2xx += count;
+  });
+  const has = stats.requests > 0;
+  return {
+    engine: 'lean',
+    url: o.url,
+    method: o.method,
+    connections: o.connections,
+    pipelining: o.pipelining,
+    durationSec: wallSec,
+    requests: stats.requests,
+    rps: stats.requests / wallSec,
+    latencyMs: {
+      p50: has ? ms(h.percentile(50)) : 0,
+      p90: has ? ms(h.percentile(90)) : 0,
+      p99: has ? ms(h.percentile(99)) : 0,
+      p999: has ? ms(h.percentile(99.9)) : 0,
+      mean: has ? ms(h.mean) : 0,
+      max: has ? ms(h.max) : 0,
+    },
+    non2xx,
+    errors: stats.errors,
+    timeouts: stats.timeouts,
+    statusCodes,
+    generatorCpu,
+  };
+}
+
+// ---------------------------------------------------------- autocannon engine
+
+interface AcHist {
+  p50: number;
+  p90: number;
+  p99: number;
+  p99_9: number;
+  average: number;
+  max: number;
+  total: number;
+}
+interface AcResult {
+  duration: number;
+  latency: AcHist;
+  requests: AcHist;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodeStats?: Record<string, { count: number }>;
+}
+type Autocannon = (opts: Record<string, unknown>) => Promise<AcResult>;
+
+async function runAutocannon(o: Normalized): Promise<LoadResult> {
+  const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const r = await autocannon({
+    url: o.url,
+    method: o.method,
+    headers: o.headers,
+    body: o.body,
+    connections: o.connections,
+    pipelining: o.pipelining,
+    duration: o.durationSec,
+    timeout: o.timeoutSec,
+  });
+  const wallSec = (performance.now() - t0) / 1000;
+  const generatorCpu = cpuDelta(cpu0, wallSec);
+  const statusCodes: Record<string, number> = {};
+  for (const [code, s] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = Number(s.count);
+  const durationSec = r.duration > 0 ? r.duration : wallSec;
+  return {
+    engine: 'autocannon',
+    url: o.url,
+    method: o.method,
+    connections: o.connections,
+    pipelining: o.pipelining,
+    durationSec,
+    requests: r.requests.total,
+    rps: r.requests.total / durationSec,
+    latencyMs: {
+      p50: r.latency.p50,
+      p90: r.latency.p90,
+      p99: r.latency.p99,
+      p999: r.latency.p99_9,
+      mean: r.latency.average,
+      max: r.latency.max,
+    },
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    statusCodes,
+    generatorCpu,
+  };
+}
+
+// ------------------------------------------------------------ child process
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+/**
+ * Run the load in a separate `node load.js --json` process, pinned to `cpus`
+ * (e.g. "1") with taskset when available, so the generator never shares a
+ * core with the server under test.
+ */
+export async function runLoadInChild(options: LoadOptions, cpus?: string): Promise<LoadResult> {
+  const [cmd, args] = pinned(cpus, process.execPath, [THIS_FILE, '--json', '--spec', JSON.stringify(options)]);
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`load generator exited with ${String(code)}: ${err.trim()}`);
+  try {
+    return JSON.parse(out.trim().split('\n').pop() ?? '') as LoadResult;
+  } catch {
+    throw new Error(`load generator printed no result: ${out}\n${err}`);
+  }
+}
+
+// ---------------------------------------------------------------------- CLI
+
+function parseCli(argv: string[]): { options: LoadOptions; json: boolean } {
+  let json = false;
+  let spec: LoadOptions | undefined;
+  const o: Partial<LoadOptions> & { headers: Record<string, string> } = { headers: {} };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    switch (a) {
+      case '--json':
+        json = true;
+        break;
+      case '--spec':
+        spec = JSON.parse(next()) as LoadOptions;
+        break;
+      case '--url':
+        o.url = next();
+        break;
+      case '-X':
+      case '--method':
+        o.method = next();
+        break;
+      case '-H':
+      case '--header': {
+        const h = next();
+        const c = h.indexOf(':');
+        if (c <= 0) throw new Error(`bad header ${h}`);
+        o.headers[h.slice(0, c).trim()] = h.slice(c + 1).trim();
+        break;
+      }
+      case '-b':
+      case '--body':
+        o.body = next();
+        break;
+      case '-c':
+      case '--connections':
+        o.connections = Number(next());
+        break;
+      case '-d':
+      case '--duration':
+        o.durationSec = Number(next());
+        break;
+      case '-p':
+      case '--pipelining':
+        o.pipelining = Number(next());
+        break;
+      case '--engine':
+        o.engine = next() as Engine;
+        break;
+      case '--warmup':
+        o.warmupSec = Number(next());
+        break;
+      case '--timeout':
+        o.timeoutSec = Number(next());
+        break;
+      case '-h':
+      case '--help':
+        process.stdout.write(
+          'usage: node dist/bench/load.js --url URL [-X METHOD] [-H "k: v"]... [--body STR]\n' +
+            '       [-c CONNECTIONS=50] [-d SECONDS=10] [-p PIPELINING=1] [--engine lean|autocannon]\n' +
+            '       [--warmup SECONDS=0] [--timeout SECONDS=10] [--json] | --json --spec JSON\n',
+        );
+        process.exit(0);
+        break;
+      default:
+        if (o.url === undefined && /^https?:\/\//.test(a)) o.url = a;
+        else throw new Error(`unknown argument ${a}`);
+    }
+  }
+  if (spec !== undefined) return { options: spec, json };
+  if (o.url === undefined) throw new Error('--url is required');
+  return {
+    options: {
+      ...o,
+      url: o.url,
+      connections: o.connections ?? 50,
+      durationSec: o.durationSec ?? 10,
+    },
+    json,
+  };
+}
+
+function summary(r: LoadResult): string {
+  const f = (n: number): string => n.toFixed(3);
+  return [
+    `${r.engine}: ${r.method} ${r.url}  c=${r.connections} p=${r.pipelining} ${r.durationSec.toFixed(2)} s`,
+    `  req/s ${r.rps.toFixed(0)}  (${r.requests} responses)`,
+    `  latency ms  p50 ${f(r.latencyMs.p50)}  p90 ${f(r.latencyMs.p90)}  p99 ${f(r.latencyMs.p99)}  ` +
+      `p99.9 ${f(r.latencyMs.p999)}  max ${f(r.latencyMs.max)}`,
+    `  non-2xx ${r.non2xx}  errors ${r.errors} (timeouts ${r.timeouts})  statuses ${JSON.stringify(r.statusCodes)}`,
+    `  generator CPU ${(r.generatorCpu.utilization * 100).toFixed(0)}% of one core`,
+  ].join('\n');
+}
+
+async function cli(): Promise<void> {
+  const { options, json } = parseCli(process.argv.slice(2));
+  const result = await runLoad(options);
+  process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${summary(result)}\n`);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  cli().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`load: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

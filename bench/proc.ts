@@ -1,0 +1,259 @@
+/**
+ * Process helpers for the benchmark harness: free ports, CPU pinning,
+ * child processes with captured output, and /proc sampling.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+
+/** Ports the harness must never use (other services on this machine / CI). */
+export const FORBIDDEN_PORTS = new Set([4222, 5432, 6379, 5672, 1883, 3306, 8222]);
+
+/** A free TCP port on 127.0.0.1, found by binding port 0. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.unref();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const addr = srv.address();
+        const p = typeof addr === 'object' && addr !== null ? addr.port : 0;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (port > 0 && !FORBIDDEN_PORTS.has(port)) return port;
+  }
+  throw new Error('could not find a free port');
+}
+
+let tasksetChecked: boolean | undefined;
+
+/** True when `taskset` runs and the machine has at least two CPUs to split. */
+export function canPin(): boolean {
+  if (tasksetChecked === undefined) {
+    const r = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
+    tasksetChecked = r.status === 0 && os.availableParallelism() >= 2;
+  }
+  return tasksetChecked;
+}
+
+/** Command + args, prefixed with `taskset -c <cpus>` when pinning is on. */
+export function pinned(cpus: string | undefined, cmd: string, args: string[]): [string, string[]] {
+  if (cpus === undefined || !canPin()) return [cmd, args];
+  // taskset execs the command, so the child's pid is the command's pid.
+  return ['taskset', ['-c', cpus, cmd, ...args]];
+}
+
+/** A child process whose recent output is kept for error messages. */
+export interface Child {
+  proc: ChildProcess;
+  pid: number;
+  /** Last lines of stdout+stderr. */
+  tail(): string;
+  /** Resolves with the first stdout line matching `re` (rejects on exit/timeout). */
+  waitForLine(re: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
+  exited: Promise<number | null>;
+  exitCode(): number | null | undefined;
+  stop(): Promise<void>;
+}
+
+export function startChild(
+  label: string,
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cpus?: string; cwd?: string; echo?: boolean } = {},
+): Child {
+  const [c, a] = pinned(opts.cpus, cmd, args);
+  const proc = spawn(c, a, {
+    env: opts.env ?? process.env,
+    cwd: opts.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const push = (s: string): void => {
+    for (const line of s.split('\n')) {
+      if (line === '') continue;
+      lines.push(line);
+      if (opts.echo) process.stderr.write(`[${label}] ${line}\n`);
+    }
+    if (lines.length > 60) lines.splice(0, lines.length - 60);
+  };
+  const waiters: Array<{ re: RegExp; resolve: (m: RegExpMatchArray) => void }> = [];
+  let stdoutBuf = '';
+  proc.stdout!.setEncoding('utf8');
+  proc.stdout!.on('data', (d: string) => {
+    push(d);
+    stdoutBuf += d;
+    let nl: number;
+    while ((nl = stdoutBuf.indexOf('\n')) >= 0) {
+      const line = stdoutBuf.slice(0, nl);
+      stdoutBuf = stdoutBuf.slice(nl + 1);
+      for (let i = waiters.length - 1; i >= 0; i--) {
+        const m = line.match(waiters[i].re);
+        if (m) {
+          waiters[i].resolve(m);
+          waiters.splice(i, 1);
+        }
+      }
+    }
+  });
+  proc.stderr!.setEncoding('utf8');
+  proc.stderr!.on('data', (d: string) => push(d));
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    proc.once('exit', (c2) => {
+      code = c2; // null when killed by a signal
+      resolve(c2);
+    });
+    proc.once('error', (err) => {
+      push(`spawn error: ${err.message}`);
+      code = -1;
+      resolve(-1);
+    });
+  });
+  track(proc);
+  return {
+    proc,
+    pid: proc.pid ?? -1,
+    tail: () => lines.join('\n'),
+    exited,
+    exitCode: () => code,
+    waitForLine(re, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          reject(new Error(`${label}: no line matching ${re} within ${timeoutMs} ms\n${lines.join('\n')}`));
+        }, timeoutMs);
+        waiters.push({
+          re,
+          resolve: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        });
+        void exited.then((c2) => {
+          clearTimeout(timer);
+          reject(new Error(`${label} exited (code ${String(c2)}) before printing ${re}\n${lines.join('\n')}`));
+        });
+      });
+    },
+    async stop() {
+      if (code !== undefined) return;
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+const children = new Set<ChildProcess>();
+
+/** Remember a child so killAllChildren() ends it on SIGINT or a fatal error. */
+export function track(proc: ChildProcess): void {
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+}
+
+/** Kill every child this process started (used on SIGINT / fatal errors). */
+export function killAllChildren(): void {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
+}
+
+let clkTck: number | undefined;
+function clockTicks(): number {
+  if (clkTck === undefined) {
+    const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+    const n = Number(r.stdout?.trim());
+    clkTck = Number.isFinite(n) && n > 0 ? n : 100;
+  }
+  return clkTck;
+}
+
+/** utime+stime of a process (all its threads) in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // comm (field 2) may contain spaces: fields are counted after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state); utime is field 14, stime field 15.
+    const utime = Number(rest[14 - 3]);
+    const stime = Number(rest[15 - 3]);
+    return (utime + stime) / clockTicks();
+  } catch {
+    return NaN;
+  }
+}
+
+/** Peak resident set size (VmHWM) in MiB, from /proc/<pid>/status. */
+export function peakRssMiB(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = status.match(/^VmHWM:\s+(\d+)\s+kB/m);
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Machine facts recorded beside every result. */
+export function machineInfo(): Record<string, unknown> {
+  const cpus = os.cpus();
+  return {
+    hostname: os.hostname(),
+    platform: `${os.platform()} ${os.release()}`,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    cpus: cpus.length,
+    availableParallelism: os.availableParallelism(),
+    totalMemMiB: Math.round(os.totalmem() / 1048576),
+    node: process.version,
+    loadavg: os.loadavg(),
+  };
+}
+
+/** Machine-wide CPU counters from /proc/stat, in seconds (summed over CPUs). */
+export interface SystemCpu {
+  busySec: number;
+  softirqSec: number;
+}
+
+export function systemCpu(): SystemCpu {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    // cpu user nice system idle iowait irq softirq steal guest guest_nice
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const t = clockTicks();
+    const busy = f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] ?? 0);
+    return { busySec: busy / t, softirqSec: (f[5] + f[6]) / t };
+  } catch {
+    return { busySec: NaN, softirqSec: NaN };
+  }
+}
+
+/** `pid` and all its descendant processes (from /proc/<pid>/task/<tid>/children). */
+export function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    out.push(p);
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const tid of tids) {
+      let kids = '';
+      try {
+        kids = readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const k of kids.trim().split(/\s+/)) if (k !== '') visit(Number(k));
+    }
+  };
+  visit(pid);
+  return out;
+}
