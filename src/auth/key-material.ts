@@ -3,12 +3,19 @@
  * stored or held in memory; comparisons are constant-time.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
 
 export const KEY_PATTERN = /^[0-9a-f]{64}$/;
 
 export const generateKeyValue = (): string => randomBytes(32).toString('hex');
 
-export const hashKey = (value: string): string => createHash('sha256').update(value).digest('hex');
+type OneShotHash = (algorithm: string, data: string, encoding: 'hex') => string;
+/** Node ≥ 20.12 has a one-shot `crypto.hash`, about twice as fast as a Hash object per call. */
+const oneShot = (nodeCrypto as unknown as { hash?: OneShotHash }).hash;
+
+export const hashKey: (value: string) => string = oneShot
+  ? (value) => oneShot('sha256', value, 'hex')
+  : (value) => createHash('sha256').update(value).digest('hex');
 
 /** Constant-time equality of two hex digests (or any two equal-length strings). */
 export function digestsEqual(a: string, b: string): boolean {

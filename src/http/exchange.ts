@@ -4,6 +4,7 @@
  * run the handler, and write its reply (or a problem+json error) in one corked write, unless the
  * client has gone away.
  */
+import { isUtf8 } from 'node:buffer';
 import { VexilError } from '../domain/errors.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
@@ -164,9 +165,8 @@ function tooLarge(res: HttpResponse, state: { aborted: boolean }): void {
 
 // ---- body helpers ---------------------------------------------------------------------------------
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 export const isJsonContentType = (ct: string): boolean => {
+  if (ct === 'application/json') return true;
   const base = ct.split(';', 1)[0].trim().toLowerCase();
   return base === 'application/json' || (base.startsWith('application/') && base.endsWith('+json'));
 };
@@ -183,15 +183,10 @@ export function jsonObjectBody(inc: Incoming, allowEmpty = false): Record<string
   if (!isJsonContentType(inc.contentType)) {
     throw new VexilError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   }
-  let text: string;
-  try {
-    text = utf8.decode(inc.body);
-  } catch {
-    throw new VexilError('BAD_REQUEST', 'The body is not valid UTF-8');
-  }
+  if (!isUtf8(inc.body)) throw new VexilError('BAD_REQUEST', 'The body is not valid UTF-8');
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(inc.body.toString('utf8'));
   } catch {
     throw new VexilError('BAD_REQUEST', 'The body is not valid JSON');
   }

@@ -12,7 +12,7 @@ export interface Bucket {
 export type BucketKind = 'eval' | 'mgmt';
 
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: Record<BucketKind, Map<string, Bucket>> = { eval: new Map(), mgmt: new Map() };
   /** This node's rates: the configured rates divided by the number of live nodes. */
   private rates: Record<BucketKind, number>;
 
@@ -31,16 +31,18 @@ export class RateLimiter {
   setNodes(nodes: number): void {
     const n = Math.max(1, Math.floor(nodes));
     this.rates = { eval: this.configured.eval / n, mgmt: this.configured.mgmt / n };
-    for (const [id, b] of this.buckets) b.tokens = Math.min(b.tokens, this.rates[id[0] === 'e' ? 'eval' : 'mgmt']);
+    for (const kind of ['eval', 'mgmt'] as const) {
+      for (const b of this.buckets[kind].values()) b.tokens = Math.min(b.tokens, this.rates[kind]);
+    }
   }
 
   private bucket(kind: BucketKind, keyId: string, nowMs: number): Bucket {
-    const id = kind === 'eval' ? 'e' + keyId : 'm' + keyId;
-    let b = this.buckets.get(id);
+    const map = this.buckets[kind];
+    let b = map.get(keyId);
     if (b === undefined) {
-      if (this.buckets.size >= this.maxEntries) this.evictFull(nowMs);
+      if (map.size >= this.maxEntries) this.evictFull(kind, nowMs);
       b = { tokens: this.rates[kind], updatedMs: nowMs };
-      this.buckets.set(id, b);
+      map.set(keyId, b);
       return b;
     }
     const rate = this.rates[kind];
@@ -62,7 +64,7 @@ export class RateLimiter {
       b.tokens -= 1;
       return 0;
     }
-    return Math.max(1, Math.ceil(((1 - b.tokens) * 1000) / this.rates[kind] / 1000));
+    return Math.max(1, Math.ceil((1 - b.tokens) / this.rates[kind]));
   }
 
   /**
@@ -76,10 +78,10 @@ export class RateLimiter {
   }
 
   /** Buckets that are full again carry no information; dropping them bounds memory. */
-  private evictFull(nowMs: number): void {
-    for (const [id, b] of this.buckets) {
-      const rate = this.rates[id[0] === 'e' ? 'eval' : 'mgmt'];
-      if (b.tokens + ((nowMs - b.updatedMs) * rate) / 1000 >= rate) this.buckets.delete(id);
+  private evictFull(kind: BucketKind, nowMs: number): void {
+    const rate = this.rates[kind];
+    for (const [id, b] of this.buckets[kind]) {
+      if (b.tokens + ((nowMs - b.updatedMs) * rate) / 1000 >= rate) this.buckets[kind].delete(id);
     }
   }
 }

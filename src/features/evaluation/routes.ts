@@ -1,8 +1,9 @@
 /** REST evaluation, `POST /flags/{name}` (SPEC 4.1): the hot path. */
-import { authenticate } from '../../auth/authenticate.js';
+import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/permissions.js';
 import { parseEvaluationBody } from '../../domain/validation.js';
-import { jsonObjectBody } from '../../http/exchange.js';
+import { jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
+import type { Evaluation } from '../../domain/types.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
@@ -10,18 +11,27 @@ import { evaluate } from './service.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 
+const reply = (ev: Evaluation, explain: boolean): Reply => ({
+  status: 200,
+  body: explain ? { variant: ev.variant, key: ev.key, reason: ev.reason } : { variant: ev.variant, key: ev.key },
+});
+
 export function evaluationRoutes(rt: Runtime): Route[] {
+  const answer = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
+    const explain = booleanParam(inc.query, 'explain');
+    const input = parseEvaluationBody(jsonObjectBody(inc));
+    const ev = evaluate(rt, auth, inc.params[0], input);
+    return ev instanceof Promise ? ev.then((e) => reply(e, explain)) : reply(ev, explain);
+  };
   return [
     {
       method: 'post',
       pattern: '/flags/:name',
-      handler: async (inc) => {
-        const auth = await authenticate(rt, inc.managementKey, evalBucket);
-        const explain = booleanParam(inc.query, 'explain');
-        const input = parseEvaluationBody(jsonObjectBody(inc));
-        const ev = await evaluate(rt, auth, inc.params[0], input);
-        const body = explain ? { variant: ev.variant, key: ev.key, reason: ev.reason } : { variant: ev.variant, key: ev.key };
-        return { status: 200, body };
+      // Written without async/await: with a cached key and no pool, the whole exchange is one
+      // synchronous call (no promise per request).
+      handler: (inc) => {
+        const auth = authenticate(rt, inc.managementKey, evalBucket);
+        return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
       },
     },
   ];
