@@ -24,7 +24,12 @@ export async function writeOrg<T>(
     return { result: await fn(tx, org), version: org.version };
   });
   const change = { orgId, version, touches };
-  await rt.snapshots.apply(change);
   rt.bus.publish({ kind: 'change', change });
+  try {
+    await rt.snapshots.apply(change);
+  } catch (err) {
+    // The write is committed: answer it. The snapshot catches up at the next version poll.
+    rt.log.warn('snapshot reload after commit failed', { orgId, version, err: err as Error });
+  }
   return result;
 }
