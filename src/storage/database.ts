@@ -38,6 +38,15 @@ export function translateDbError(err: unknown): unknown {
   return err;
 }
 
+/** Runs a driver call, turning its errors into VexilErrors where they mean something to clients. */
+export async function translated<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
 export const json = (value: unknown): string => JSON.stringify(value);
 
 export const iso = (value: Date | string | null): string | null =>

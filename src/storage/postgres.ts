@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import { type Database, type Queryable, translateDbError } from './database.js';
+import { type Database, type Queryable, translated } from './database.js';
 
 /** A real PostgreSQL server through postgres.js. */
 export async function openPostgres(url: string, opts: { max?: number } = {}): Promise<Database> {
@@ -19,20 +19,9 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
     },
   });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
-    async query<T>(text: string, params?: unknown[]) {
-      try {
-        return (await q.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[])) as unknown as T[];
-      } catch (err) {
-        throw translateDbError(err);
-      }
-    },
-    async exec(script: string) {
-      try {
-        await q.unsafe(script);
-      } catch (err) {
-        throw translateDbError(err);
-      }
-    },
+    query: <T>(text: string, params?: unknown[]) =>
+      translated(async () => (await q.unsafe(text, (params ?? []) as postgres.ParameterOrJSON<never>[])) as unknown as T[]),
+    exec: (script: string) => translated(async () => void (await q.unsafe(script))),
   });
   const root = wrap(sql);
   // Fail fast when the server is not there.
@@ -41,13 +30,7 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
     kind: 'postgres',
     query: root.query,
     exec: root.exec,
-    async transaction(fn) {
-      try {
-        return (await sql.begin((tx) => fn(wrap(tx)))) as Awaited<ReturnType<typeof fn>>;
-      } catch (err) {
-        throw translateDbError(err);
-      }
-    },
+    transaction: (fn) => translated(async () => (await sql.begin((tx) => fn(wrap(tx)))) as Awaited<ReturnType<typeof fn>>),
     async close() {
       await sql.end({ timeout: 5 });
     },
