@@ -241,7 +241,10 @@ function issueMessage(issue: z.core.$ZodIssue, root: string, what: string): stri
  */
 export function parseInput<T>(schema: z.ZodType<T>, data: unknown, what: string): T {
   const result = schema.safeParse(data, { reportInput: true });
-  if (result.success) return result.data;
+  if (result.success) {
+    assertNoNul(result.data, what);
+    return result.data;
+  }
   const messages: string[] = [];
   for (const issue of result.error.issues) {
     const m = issueMessage(issue, what, what);
@@ -249,6 +252,36 @@ export function parseInput<T>(schema: z.ZodType<T>, data: unknown, what: string)
     if (messages.length === 3) break;
   }
   throw badRequest(messages.join('; '));
+}
+
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000, so a string (or object key) containing it can
+ * never be stored: 400 naming the path, instead of a database error (500). Iterative, so that a
+ * deeply nested JSON value cannot overflow the stack; the path is rebuilt only on failure.
+ */
+function assertNoNul(data: unknown, what: string): void {
+  type Item = { value: unknown; parent: Item | null; seg: PathSegment | null };
+  const fail = (item: Item, key?: string): never => {
+    const path: PathSegment[] = key === undefined ? [] : [key];
+    for (let i: Item | null = item; i !== null && i.seg !== null; i = i.parent) path.unshift(i.seg);
+    const at = formatPath(path, what);
+    throw badRequest(`${at === '' ? what : at}: must not contain the NUL character (U+0000)`);
+  };
+  const stack: Item[] = [{ value: data, parent: null, seg: null }];
+  while (stack.length > 0) {
+    const item = stack.pop()!;
+    const v = item.value;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) fail(item);
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push({ value: v[i], parent: item, seg: i });
+    } else if (isPlainObject(v)) {
+      for (const k of Object.keys(v)) {
+        if (k.includes('\u0000')) fail(item, k);
+        stack.push({ value: v[k], parent: item, seg: k });
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

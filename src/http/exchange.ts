@@ -184,9 +184,11 @@ export function jsonObjectBody(inc: Incoming, allowEmpty = false): Record<string
     throw new VexilError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   }
   if (!isUtf8(inc.body)) throw new VexilError('BAD_REQUEST', 'The body is not valid UTF-8');
+  // RFC 8259 §8.1: a parser may ignore a byte order mark; we do.
+  const bom = inc.body.length >= 3 && inc.body[0] === 0xef && inc.body[1] === 0xbb && inc.body[2] === 0xbf;
   let value: unknown;
   try {
-    value = JSON.parse(inc.body.toString('utf8'));
+    value = JSON.parse(inc.body.toString('utf8', bom ? 3 : 0));
   } catch {
     throw new VexilError('BAD_REQUEST', 'The body is not valid JSON');
   }

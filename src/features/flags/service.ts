@@ -104,7 +104,7 @@ async function checkDependencies(tx: Queryable, orgId: string, flagName: string,
   if (deps.length === 0) return;
   const all = new Map((await store.listFlags(tx, orgId)).map((f) => [f.name, f]));
   for (const d of deps) {
-    if (d.flag === flagName) throw conflict(`Flag '${flagName}' cannot depend on itself`);
+    if (d.flag === flagName) throw badRequest(`Flag '${flagName}' cannot depend on itself`);
     const parent = all.get(d.flag);
     if (parent === undefined) throw badRequest(`Dependency parent flag '${d.flag}' does not exist`);
     const missing = environments.filter((e) => !parent.environments.some((pe) => sameName(pe, e)));
@@ -246,6 +246,20 @@ function flagStage(p: Principal, flag: Flag, stage: string): string {
 
 const newRuleId = (): string => 'r_' + randomBytes(6).toString('hex');
 
+/**
+ * The earliest time-window bound the database round-trips: both drivers read a timestamptz of
+ * the years 1-99 back through JavaScript's two-digit-year parsing (0050 comes back as 1950), and
+ * PostgreSQL has no year 0. Earlier bounds are 400 rather than silently moved.
+ */
+const EARLIEST_STORABLE = Date.parse('0100-01-01T00:00:00.000Z');
+
+function checkStorableWindow(input: UpsertFlagConfigInput): void {
+  for (const field of ['activeFrom', 'activeUntil'] as const) {
+    const v = input[field];
+    if (v != null && Date.parse(v) < EARLIEST_STORABLE) throw badRequest(`${field}: '${v}' is before the year 100`);
+  }
+}
+
 function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
   const rules: Rule[] = (input.rules ?? []).map((r) => ({
     id: r.id ?? newRuleId(),
@@ -270,6 +284,7 @@ export async function upsertConfig(rt: Runtime, auth: Authenticated, name: strin
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   const input = parseUpsertFlagConfig(raw);
+  checkStorableWindow(input);
   return writeOrg(rt, p.orgId, { flag: name }, async (tx, org) => {
     const flag = await loadForWrite(tx, p, name);
     const stage = flagStage(p, flag, input.stage);
