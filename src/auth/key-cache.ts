@@ -22,6 +22,8 @@ export class KeyCache {
   private readonly byHash = new Map<string, Entry>();
   private readonly hashById = new Map<string, string>();
   private readonly inflight = new Map<string, Promise<ManagementKey | null>>();
+  /** Bumped by every invalidation: a lookup that started before one must not cache its answer. */
+  private epoch = 0;
 
   constructor(
     private readonly db: Queryable,
@@ -42,10 +44,13 @@ export class KeyCache {
     if (cached !== undefined) return cached;
     let p = this.inflight.get(hash);
     if (p === undefined) {
-      p = findKeyByHash(this.db, hash)
+      // The query may have read the row before a disable, rotation or deletion committed; when an
+      // invalidation arrives meanwhile, this answer serves its own request but is not cached.
+      const epoch = this.epoch;
+      const q: Promise<ManagementKey | null> = findKeyByHash(this.db, hash)
         .then(
           (key) => {
-            this.store(hash, key);
+            if (this.epoch === epoch) this.store(hash, key);
             return key;
           },
           (err: unknown) => {
@@ -54,7 +59,10 @@ export class KeyCache {
             throw err;
           },
         )
-        .finally(() => this.inflight.delete(hash));
+        .finally(() => {
+          if (this.inflight.get(hash) === q) this.inflight.delete(hash);
+        });
+      p = q;
       this.inflight.set(hash, p);
     }
     return p;
@@ -62,11 +70,15 @@ export class KeyCache {
 
   /** Forgets a key at once (disable, rotate, delete). */
   invalidateKey(keyId: string): void {
+    this.epoch++;
+    this.inflight.clear(); // later lookups must not join a query that may predate the change
     const hash = this.hashById.get(keyId);
     if (hash !== undefined) this.drop(hash, this.byHash.get(hash));
   }
 
   clear(): void {
+    this.epoch++;
+    this.inflight.clear();
     this.byHash.clear();
     this.hashById.clear();
   }

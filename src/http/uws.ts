@@ -12,7 +12,7 @@ export const uws = createRequire(import.meta.url)('uWebSockets.js') as UwsModule
 
 /** True when the native binary is in use (its functions are native code). */
 export function isNativeUws(mod: { App: unknown } = uws): boolean {
-  return typeof mod.App === 'function' && /\{\s*\[native code\]\s*\}/.test(Function.prototype.toString.call(mod.App));
+  return typeof mod.App === 'function' && /^function\s*\w*\s*\(\)\s*\{\s*\[native code\]\s*\}$/.test(Function.prototype.toString.call(mod.App));
 }
 
 export function assertNativeUws(allowFallback: boolean, mod: { App: unknown } = uws): void {

@@ -1,5 +1,7 @@
 /**
- * Per-key token buckets (CONTRACT.md 1): `rate` tokens per second, burst = one second's worth.
+ * Per-key token buckets (CONTRACT.md 1): `rate` tokens per second, burst = one second's worth,
+ * but never less than one token: below 1/s (a low setting, or a cluster share of it) a bucket
+ * capped at less than one token could never admit a request.
  * Each Management Key has an evaluation bucket and a management bucket. Pure apart from the clock,
  * which is injected so tests can drive it.
  */
@@ -32,8 +34,13 @@ export class RateLimiter {
     const n = Math.max(1, Math.floor(nodes));
     this.rates = { eval: this.configured.eval / n, mgmt: this.configured.mgmt / n };
     for (const kind of ['eval', 'mgmt'] as const) {
-      for (const b of this.buckets[kind].values()) b.tokens = Math.min(b.tokens, this.rates[kind]);
+      for (const b of this.buckets[kind].values()) b.tokens = Math.min(b.tokens, this.capacity(kind));
     }
+  }
+
+  /** Burst size: one second's worth, at least one token. */
+  private capacity(kind: BucketKind): number {
+    return Math.max(1, this.rates[kind]);
   }
 
   private bucket(kind: BucketKind, keyId: string, nowMs: number): Bucket {
@@ -41,14 +48,14 @@ export class RateLimiter {
     let b = map.get(keyId);
     if (b === undefined) {
       if (map.size >= this.maxEntries) this.evictFull(kind, nowMs);
-      b = { tokens: this.rates[kind], updatedMs: nowMs };
+      b = { tokens: this.capacity(kind), updatedMs: nowMs };
       map.set(keyId, b);
       return b;
     }
     const rate = this.rates[kind];
     const elapsed = nowMs - b.updatedMs;
     if (elapsed > 0) {
-      b.tokens = Math.min(rate, b.tokens + (elapsed * rate) / 1000);
+      b.tokens = Math.min(this.capacity(kind), b.tokens + (elapsed * rate) / 1000);
       b.updatedMs = nowMs;
     }
     return b;
@@ -81,7 +88,7 @@ export class RateLimiter {
   private evictFull(kind: BucketKind, nowMs: number): void {
     const rate = this.rates[kind];
     for (const [id, b] of this.buckets[kind]) {
-      if (b.tokens + ((nowMs - b.updatedMs) * rate) / 1000 >= rate) this.buckets[kind].delete(id);
+      if (b.tokens + ((nowMs - b.updatedMs) * rate) / 1000 >= this.capacity(kind)) this.buckets[kind].delete(id);
     }
   }
 }

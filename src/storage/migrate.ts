@@ -26,8 +26,13 @@ export function loadMigrations(dir = projectPath('sql')): Migration[] {
  * so that nodes starting together against one PostgreSQL do not race. Returns the versions applied.
  */
 export async function migrate(db: Database, migrations = loadMigrations()): Promise<number[]> {
-  await db.exec(`create table if not exists schema_migrations (
-    version integer primary key, name text not null, applied_at timestamptz not null default now())`);
+  // Under the lock too: concurrent `create table if not exists` on PostgreSQL can fail with a
+  // unique violation (pg_type) when several nodes start together on a fresh database.
+  await db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.exec(`create table if not exists schema_migrations (
+      version integer primary key, name text not null, applied_at timestamptz not null default now())`);
+  });
   const applied: number[] = [];
   for (const m of migrations) {
     const done = await db.transaction(async (tx) => {

@@ -200,3 +200,48 @@ export async function createKey(n: TestNode, body: Record<string, unknown>): Pro
 export function evaluate(n: TestNode, key: string, flag: string, body: Record<string, unknown>, explain = false) {
   return n.req('POST', `/flags/${encodeURIComponent(flag)}${explain ? '?explain=true' : ''}`, { key, body });
 }
+
+// ---- fixtures: problem+json, operator API, key values (auth/keys/operator suites) ---------------
+
+/** A Management Key value: 64 lowercase hex characters (SPEC 2.1). */
+export const HEX64 = /^[0-9a-f]{64}$/;
+/** Any 64-hex run inside a larger text (used to prove a response or log never carries a key value). */
+export const HEX64_ANYWHERE = /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/;
+
+/** An operator token for nodes started with `env: { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN }`. */
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
+
+/**
+ * Asserts an RFC 9457 problem (CONTRACT.md 5): the status, content type
+ * application/problem+json, and a body {type, title, status, detail, code} with the given code.
+ */
+export function expectProblem(t: Pick<import('tap').Test, 'equal' | 'match'>, res: Res, status: number, code: string, what = ''): void {
+  const at = what === '' ? '' : `${what}: `;
+  t.equal(res.status, status, `${at}status ${status}`);
+  t.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/, `${at}problem+json content type`);
+  t.match(res.body, { type: String, title: String, status, detail: String, code }, `${at}problem body with code ${code}`);
+}
+
+/** A call to the operator API (CONTRACT.md 3). `token: null` sends no token. */
+export function operatorRequest(n: TestNode, method: string, path: string, body?: unknown, token: string | null = OPERATOR_TOKEN) {
+  return n.req(method, `/api/operator${path}`, { body, headers: token === null ? {} : { 'x-operator-token': token } });
+}
+
+/**
+ * Creates an organization through the operator API (the node needs VEXIL_OPERATOR_TOKEN =
+ * OPERATOR_TOKEN) and returns a TestNode view whose `adminKey` is the new organization's admin key.
+ */
+export async function createOrganization(
+  n: TestNode,
+  name: string,
+  extra: { environments?: string[]; applications?: string[]; subscriptionActive?: boolean } = {},
+): Promise<TestNode> {
+  const r = await operatorRequest(n, 'POST', '/organizations', {
+    name,
+    environments: ['development', 'production'],
+    applications: ['default'],
+    ...extra,
+  });
+  if (r.status !== 201) throw new Error(`createOrganization failed: ${r.status} ${r.text}`);
+  return { ...n, adminKey: r.body.adminKey as string };
+}

@@ -13,7 +13,10 @@ export function keyRoutes(rt: Runtime): Route[] {
       pattern: '/api/keys',
       handler: async (inc) => {
         const a = await auth(inc.managementKey);
-        return { status: 201, body: await keys.createKey(rt, a, jsonObjectBody(inc)) };
+        // CONTRACT.md 4: the 201 body is exactly {id, name, key, permissions, application,
+        // environment, disabled, createdAt}; a new key has no rotatedAt to report.
+        const { rotatedAt: _rotatedAt, ...created } = await keys.createKey(rt, a, jsonObjectBody(inc));
+        return { status: 201, body: created };
       },
     },
     {

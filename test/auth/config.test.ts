@@ -1,0 +1,57 @@
+/** Settings (CONTRACT.md 1): validated once; a bad value is refused with a message naming the variable. */
+import t, { type Test } from 'tap';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+function refused(t: Test, env: Record<string, string>, variable: string, secret?: string) {
+  try {
+    loadConfig(env);
+    t.fail(`${JSON.stringify(env)} should be refused`);
+  } catch (err) {
+    t.ok(err instanceof ConfigError, 'a ConfigError');
+    t.match((err as Error).message, new RegExp(`\\b${variable}\\b`), `the message names ${variable}`);
+    if (secret !== undefined) t.notOk((err as Error).message.includes(secret), 'the message does not echo the secret');
+  }
+}
+
+t.test('defaults', async (t) => {
+  const c = loadConfig({});
+  t.match(c, {
+    host: '127.0.0.1', port: 8080, dataDir: './data', databaseUrl: null, natsUrl: null, bootstrapAdminKey: null,
+    operatorToken: null, graphqlMaxDepth: 15, graphqlMaxEvaluations: 100, keyCacheTtlMs: 60_000, allowUwsFallback: false,
+  });
+  t.ok(c.rateLimitEval > 0 && c.rateLimitMgmt > 0, 'documented positive rate defaults');
+  t.same(loadConfig({ PORT: '', VEXIL_BOOTSTRAP_ADMIN_KEY: '' }).port, 8080, 'empty strings count as unset');
+  t.equal(loadConfig({ VEXIL_BOOTSTRAP_ADMIN_KEY: '' }).bootstrapAdminKey, null);
+});
+
+t.test('valid values are read', async (t) => {
+  const key = 'ab'.repeat(32);
+  const c = loadConfig({
+    HOST: '0.0.0.0', PORT: '0', VEXIL_BOOTSTRAP_ADMIN_KEY: key, VEXIL_OPERATOR_TOKEN: 'x'.repeat(16),
+    VEXIL_RATE_LIMIT_EVAL: '5', VEXIL_RATE_LIMIT_MGMT: '0.5', DATABASE_URL: 'postgresql://u@h/db', VEXIL_ALLOW_UWS_FALLBACK: 'true',
+  });
+  t.match(c, { host: '0.0.0.0', port: 0, bootstrapAdminKey: key, operatorToken: 'x'.repeat(16), rateLimitEval: 5, rateLimitMgmt: 0.5, databaseUrl: 'postgresql://u@h/db', allowUwsFallback: true });
+  t.equal(loadConfig({ PORT: '65535' }).port, 65535);
+});
+
+t.test('a bad PORT is refused naming PORT', async (t) => {
+  for (const port of ['abc', '-1', '65536', '80.5', 'true']) refused(t, { PORT: port }, 'PORT');
+});
+
+t.test('a bad VEXIL_BOOTSTRAP_ADMIN_KEY is refused naming the variable, without echoing it', async (t) => {
+  const good = '0123456789abcdef'.repeat(4);
+  for (const bad of [good.toUpperCase(), good.slice(1), good + '0', 'z' + good.slice(1), ` ${good}`]) {
+    refused(t, { VEXIL_BOOTSTRAP_ADMIN_KEY: bad }, 'VEXIL_BOOTSTRAP_ADMIN_KEY', bad.trim());
+  }
+});
+
+t.test('other bad settings name their variable', async (t) => {
+  refused(t, { VEXIL_OPERATOR_TOKEN: 'short' }, 'VEXIL_OPERATOR_TOKEN', 'short');
+  refused(t, { VEXIL_RATE_LIMIT_EVAL: '0' }, 'VEXIL_RATE_LIMIT_EVAL');
+  refused(t, { VEXIL_RATE_LIMIT_MGMT: '-5' }, 'VEXIL_RATE_LIMIT_MGMT');
+  refused(t, { VEXIL_RATE_LIMIT_MGMT: 'lots' }, 'VEXIL_RATE_LIMIT_MGMT');
+  refused(t, { DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
+  refused(t, { VEXIL_KEY_CACHE_TTL_MS: '-1' }, 'VEXIL_KEY_CACHE_TTL_MS');
+  refused(t, { VEXIL_ALLOW_UWS_FALLBACK: 'yes' }, 'VEXIL_ALLOW_UWS_FALLBACK');
+  refused(t, { VEXIL_LOG_LEVEL: 'verbose' }, 'VEXIL_LOG_LEVEL');
+});
