@@ -215,11 +215,26 @@ export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
  * Asserts an RFC 9457 problem (CONTRACT.md 5): the status, content type
  * application/problem+json, and a body {type, title, status, detail, code} with the given code.
  */
-export function expectProblem(t: Pick<import('tap').Test, 'equal' | 'match'>, res: Res, status: number, code: string, what = ''): void {
-  const at = what === '' ? '' : `${what}: `;
-  t.equal(res.status, status, `${at}status ${status}`);
+/**
+ * Asserts an RFC 9457 problem+json error: status, content type, `{type, title, status, detail,
+ * code}`. `what` labels the assertions; a RegExp instead must match `detail`.
+ */
+export function expectProblem(
+  t: Pick<import('tap').Test, 'equal' | 'match' | 'type'>,
+  res: Res,
+  status: number,
+  code: string,
+  what: string | RegExp = '',
+): void {
+  const at = typeof what === 'string' && what !== '' ? `${what}: ` : '';
+  t.equal(res.status, status, `${at}HTTP ${status} ${code} (got ${res.status} ${res.text.slice(0, 300)})`);
   t.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/, `${at}problem+json content type`);
-  t.match(res.body, { type: String, title: String, status, detail: String, code }, `${at}problem body with code ${code}`);
+  t.equal(res.body?.status, status, `${at}problem.status`);
+  t.equal(res.body?.code, code, `${at}problem.code`);
+  t.type(res.body?.type, 'string', `${at}problem.type`);
+  t.type(res.body?.title, 'string', `${at}problem.title`);
+  t.type(res.body?.detail, 'string', `${at}problem.detail`);
+  if (what instanceof RegExp) t.match(res.body?.detail, what, 'problem.detail names the cause');
 }
 
 /** A call to the operator API (CONTRACT.md 3). `token: null` sends no token. */

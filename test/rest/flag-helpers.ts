@@ -7,13 +7,11 @@
 import tap from 'tap';
 import { authenticate } from '../../src/auth/authenticate.js';
 import { replaceKillSwitch } from '../../src/features/organizations/service.js';
-import { boolVariants, startTestNode, type Res, type TestNode, type TestNodeOptions } from '../helpers/node.js';
+import { boolVariants, expectProblem, OPERATOR_TOKEN, startTestNode, type Res, type TestNode, type TestNodeOptions } from '../helpers/node.js';
 
 export type TapTest = Parameters<Parameters<typeof tap.test>[0]>[0];
 
-export const OPERATOR_TOKEN = 'operator-token-for-rest-flag-tests';
-
-export { boolVariants };
+export { boolVariants, OPERATOR_TOKEN };
 
 /**
  * One node per top-level test group: operator API on (so a group can create organizations with
@@ -101,16 +99,7 @@ export function must<T extends Res>(t: TapTest, r: T, status: number, what: stri
  * An RFC 9457 problem (CONTRACT 5): HTTP status, `application/problem+json`, and the body's
  * `status`, `code`, `type`, `title`, `detail`.
  */
-export function expectProblem(t: TapTest, r: Res, status: number, code: string, detail?: RegExp): void {
-  t.equal(r.status, status, `HTTP ${status} ${code} (got ${r.status} ${r.text.slice(0, 300)})`);
-  t.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, 'problem+json content type');
-  t.equal(r.body?.status, status, 'problem.status');
-  t.equal(r.body?.code, code, 'problem.code');
-  t.type(r.body?.type, 'string', 'problem.type');
-  t.type(r.body?.title, 'string', 'problem.title');
-  t.type(r.body?.detail, 'string', 'problem.detail');
-  if (detail) t.match(r.body?.detail, detail, 'problem.detail names the cause');
-}
+export { expectProblem };
 
 /**
  * Everything the organization's admin can read about its flags: the list and every flag with
