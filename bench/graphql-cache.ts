@@ -1,0 +1,70 @@
+/**
+ * Micro-bench of the GraphQL executor (no HTTP): one `evaluate` query, cached (the compiled query
+ * is reused: no parse, validate or compile) versus uncached (the cache is cleared before each run),
+ * and REST's direct service call for reference.
+ *
+ *   npm run build && node dist/bench/graphql-cache.js [--iterations 20000]
+ */
+import { GraphQLExecutor } from '../src/graphql/execute.js';
+import { buildSnapshot } from '../src/evaluation/index.js';
+import { evaluateForKey } from '../src/features/evaluation/service.js';
+import { RateLimiter } from '../src/ratelimit/token-bucket.js';
+import type { Authenticated } from '../src/auth/authenticate.js';
+import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
+import { createLogger } from '../src/util/log.js';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const iterations = arg('iterations', 20_000);
+
+const now = new Date().toISOString();
+const org: Organization = { id: 'o1', name: 'bench', subscriptionActive: true, environments: ['production'], applications: ['default'], killSwitch: [], version: 1 };
+const flag: Flag = {
+  name: 'checkout', project: 'default', type: 'boolean', description: null, tags: [], isArchived: false,
+  variants: [{ key: 'on', value: true, valueType: 'boolean' }, { key: 'off', value: false, valueType: 'boolean' }],
+  environments: ['production'], dependencies: [], createdAt: now, updatedAt: now,
+};
+const config: FlagConfig = {
+  stage: 'production', clientId: null, enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100,
+  rules: [{ id: 'nl', priority: 1, conditions: [{ field: 'country', operator: '==', value: 'NL' }], allocations: [{ variantKey: 'on', percentage: 100 }] }],
+  activeFrom: null, activeUntil: null, enrollmentCutoff: null,
+};
+const snapshot = buildSnapshot(org, [flag], new Map([['checkout', [config]]]));
+const auth: Authenticated = {
+  principal: { keyId: 'k1', orgId: 'o1', permissions: new Set(['CanEvaluate']), application: 'default', environment: null },
+  snapshot,
+};
+const rt = {
+  limiter: new RateLimiter({ eval: 1e12, mgmt: 1e12 }),
+  snapshots: { peek: () => snapshot },
+  now: Date.now,
+} as never;
+
+const executor = new GraphQLExecutor(createLogger('silent'), { maxDepth: 15, maxEvaluations: 100 });
+const query = '{ evaluate(key: "checkout", userId: "user-1", stage: "production", context: {country: "NL"}) { key variant reason { code } } }';
+const req = { query, variables: null, operationName: null };
+
+async function measure(label: string, run: () => Promise<unknown> | unknown, n: number): Promise<number> {
+  for (let i = 0; i < Math.min(n, 2000); i++) await run(); // warm-up
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await run();
+  const us = Number(process.hrtime.bigint() - start) / 1000 / n;
+  console.log(`${label.padEnd(44)} ${us.toFixed(2).padStart(9)} µs/op`);
+  return us;
+}
+
+const check = await executor.execute(rt, auth, req);
+if (JSON.stringify(check) !== '{"data":{"evaluate":{"key":"on","variant":true,"reason":{"code":"rule_matched"}}}}') {
+  throw new Error(`unexpected answer ${JSON.stringify(check)}`);
+}
+console.log(`graphql-cache micro-bench, ${iterations} iterations, node ${process.version}`);
+const cached = await measure('GraphQL evaluate, cached compiled query', () => executor.execute(rt, auth, req), iterations);
+const uncached = await measure('GraphQL evaluate, uncached (parse+validate+jit)', () => {
+  executor.cache.clear();
+  return executor.execute(rt, auth, req);
+}, Math.max(200, Math.floor(iterations / 20)));
+const input = { userId: 'user-1', stage: 'production', clientId: null, context: { country: 'NL' } };
+await measure('service call only (what REST runs)', () => evaluateForKey(auth, 'checkout', input, Date.now()), iterations);
+console.log(`uncached / cached: ${(uncached / cached).toFixed(0)}x`);

@@ -1,0 +1,75 @@
+/**
+ * `POST /api/graphql` (SPEC 4.3, CONTRACT.md 7). Transport failures are HTTP statuses with
+ * application/problem+json like REST; everything after the body is read answers 200 with
+ * `{data, errors}`.
+ *
+ * Order: other methods 405 with `Allow: POST` (router) → body over 1 MiB 413 (exchange) → key
+ * missing, unknown or disabled 401 → subscription 402 → rate limit 429 with Retry-After (one token:
+ * the evaluation bucket when CanEvaluate is the key's only permission, else the management bucket)
+ * → Content-Type not JSON 415 → body not a JSON object, or bad `query` / `variables` /
+ * `operationName` / `extensions` 400 → `query` over MAX_QUERY_CHARS 413 → GraphQL (200).
+ */
+import { authenticate } from '../auth/authenticate.js';
+import type { Principal } from '../auth/permissions.js';
+import { badRequest, VexilError } from '../domain/errors.js';
+import { describeType } from '../domain/validation.js';
+import { jsonObjectBody } from '../http/exchange.js';
+import type { Route } from '../http/router.js';
+import type { BucketKind } from '../ratelimit/token-bucket.js';
+import type { Runtime } from '../runtime.js';
+import { GraphQLExecutor, type GraphQLRequest } from './execute.js';
+
+export const GRAPHQL_PATH = '/api/graphql';
+/** Longest accepted `query` text, in characters (100 KiB). */
+export const MAX_QUERY_CHARS = 100 * 1024;
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+
+/** CONTRACT.md 7: an evaluation-only key pays from its evaluation bucket, any other from management. */
+export const graphqlBucket = (p: Principal): BucketKind =>
+  p.permissions.size === 1 && p.permissions.has('CanEvaluate') ? 'eval' : 'mgmt';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The GraphQL-over-HTTP body: `{query, variables?, operationName?, extensions?}`; other keys are ignored. */
+export function parseGraphQLRequest(body: Record<string, unknown>): GraphQLRequest {
+  const { query, variables, operationName, extensions } = body;
+  if (query === undefined || query === null) throw badRequest('query is required');
+  if (typeof query !== 'string') throw badRequest(`query: expected a string, got ${describeType(query)}`);
+  if (query.length > MAX_QUERY_CHARS) {
+    throw new VexilError('PAYLOAD_TOO_LARGE', `query: at most ${MAX_QUERY_CHARS} characters are accepted`);
+  }
+  if (variables !== undefined && variables !== null && !isObject(variables)) {
+    throw badRequest(`variables: expected an object or null, got ${describeType(variables)}`);
+  }
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
+    throw badRequest(`operationName: expected a string or null, got ${describeType(operationName)}`);
+  }
+  if (extensions !== undefined && extensions !== null && !isObject(extensions)) {
+    throw badRequest(`extensions: expected an object or null, got ${describeType(extensions)}`);
+  }
+  return {
+    query,
+    variables: (variables as Record<string, unknown> | null | undefined) ?? null,
+    operationName: (operationName as string | null | undefined) ?? null,
+  };
+}
+
+export function graphqlRoutes(rt: Runtime): Route[] {
+  const executor = new GraphQLExecutor(rt.log, {
+    maxDepth: rt.config.graphqlMaxDepth,
+    maxEvaluations: rt.config.graphqlMaxEvaluations,
+  });
+  return [
+    {
+      method: 'post',
+      pattern: GRAPHQL_PATH,
+      handler: async (inc) => {
+        const auth = await authenticate(rt, inc.managementKey, graphqlBucket);
+        const req = parseGraphQLRequest(jsonObjectBody(inc));
+        const result = await executor.execute(rt, auth, req);
+        return { status: 200, raw: JSON.stringify(result), headers: JSON_HEADERS };
+      },
+    },
+  ];
+}
