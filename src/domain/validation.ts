@@ -603,7 +603,8 @@ const allocationSchema = z.strictObject({
 
 const ruleSchema = z.strictObject({
   id: z.string().min(1).max(ID_MAX).nullable().optional(),
-  priority: finite.int(),
+  // GraphQL's Int is 32-bit: a priority must round-trip through both APIs.
+  priority: finite.int().min(-2147483648).max(2147483647),
   conditions: z.array(conditionSchema),
   allocations: z.array(allocationSchema).min(1),
 });
@@ -639,8 +640,8 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
   const ids = new Map<string, number>();
   (input.rules ?? []).forEach((rule, r) => {
     const at = `rules[${r}]`;
-    if (!Number.isSafeInteger(rule.priority))
-      throw badRequest(`${at}.priority: expected an integer, got ${String(rule.priority)}`);
+    if (!Number.isInteger(rule.priority) || rule.priority < -2147483648 || rule.priority > 2147483647)
+      throw badRequest(`${at}.priority: expected a 32-bit integer, got ${String(rule.priority)}`);
     if (rule.id != null) {
       const prev = ids.get(rule.id);
       if (prev !== undefined)

@@ -445,6 +445,9 @@ t.test('parseUpsertFlagConfig', async (t) => {
     const rule = cfg().rules[0];
     bad(t, () => parseUpsertFlagConfig({ ...cfg(), rules: [{ ...rule, priority: 1.5 }] }), 'rules[0].priority: expected an integer');
     bad(t, () => parseUpsertFlagConfig({ ...cfg(), rules: [{ ...rule, priority: '1' }] }), 'rules[0].priority:');
+    // GraphQL Int is 32-bit: a priority outside it could be written over REST but not read back.
+    bad(t, () => parseUpsertFlagConfig({ ...cfg(), rules: [{ ...rule, priority: 2 ** 31 }] }), 'rules[0].priority:');
+    t.equal(parseUpsertFlagConfig({ ...cfg(), rules: [{ ...rule, priority: 2 ** 31 - 1 }] }).rules![0].priority, 2 ** 31 - 1);
     const { priority: _pr, ...noPriority } = rule;
     bad(t, () => parseUpsertFlagConfig({ ...cfg(), rules: [noPriority] }), 'rules[0].priority is required');
     bad(t, () => parseUpsertFlagConfig({ ...cfg(), rules: [rule, { ...rule, priority: 2 }] }), "rules[1].id: duplicate rule id 'r1'");
