@@ -641,7 +641,7 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
   (input.rules ?? []).forEach((rule, r) => {
     const at = `rules[${r}]`;
     if (!Number.isInteger(rule.priority) || rule.priority < -2147483648 || rule.priority > 2147483647)
-      throw badRequest(`${at}.priority: expected a 32-bit integer, got ${String(rule.priority)}`);
+      throw badRequest(`${at}.priority: expected an integer between -2147483648 and 2147483647, got ${String(rule.priority)}`);
     if (rule.id != null) {
       const prev = ids.get(rule.id);
       if (prev !== undefined)
