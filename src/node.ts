@@ -79,7 +79,12 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       now: Date.now,
     };
     if (config.evalWorkers > 0) {
-      rt.pool = new EvalPool(snapshots, config.evalWorkers, `vexil-snapshots-${config.nodeId}`, log);
+      rt.pool = new EvalPool(snapshots, {
+        threads: config.evalWorkers,
+        channel: `vexil-snapshots-${config.nodeId}`,
+        graphqlMaxDepth: config.graphqlMaxDepth,
+        graphqlMaxEvaluations: config.graphqlMaxEvaluations,
+      }, log);
     }
     // Warm every organization's snapshot so the first evaluation does no database work.
     const started = performance.now();

@@ -1,16 +1,27 @@
 /**
  * Evaluation worker (Piscina). Holds a replica of every organization's snapshot, kept current by
- * the front thread's BroadcastChannel, and evaluates batches of requests with the pure engine.
+ * the front thread's BroadcastChannel, and runs batches of work against it: single evaluations
+ * with the pure engine, and evaluation-only GraphQL documents with graphql-jit (compiled once per
+ * worker and document, like on the front thread).
  */
 import { BroadcastChannel, workerData } from 'node:worker_threads';
 import { buildSnapshot, compileFlag, evaluateFlag, type OrgSnapshot } from '../src/evaluation/index.js';
-import type { EvalOutcome, EvalTask, SnapshotMessage, WorkerData } from '../src/pool/protocol.js';
+import type { EvalItem, EvalOutcome, EvalTask, GraphQLItem, SnapshotMessage, WorkerData } from '../src/pool/protocol.js';
+import { GraphQLExecutor } from '../src/graphql/execute.js';
+import type { GraphQLContext } from '../src/graphql/resolvers.js';
+import type { Runtime } from '../src/runtime.js';
+import { createLogger } from '../src/util/log.js';
 
 const STALE_WAIT_MS = 2000;
 
 const snapshots = new Map<string, OrgSnapshot>();
 const waiters = new Map<string, { version: number; resolve: () => void }[]>();
-const channel = new BroadcastChannel((workerData as WorkerData).channel);
+const config = workerData as WorkerData;
+const channel = new BroadcastChannel(config.channel);
+const graphql = new GraphQLExecutor(createLogger('warn', { thread: 'evaluation-worker' }), {
+  maxDepth: config.graphqlMaxDepth,
+  maxEvaluations: config.graphqlMaxEvaluations,
+});
 channel.unref();
 
 function apply(msg: SnapshotMessage): void {
@@ -62,6 +73,21 @@ function waitFor(orgId: string, version: number): Promise<boolean> {
   });
 }
 
+function evaluateOne(snap: OrgSnapshot, it: EvalItem, nowMs: number): EvalOutcome {
+  const flag = snap.flags.get(it.flag);
+  if (flag === undefined) return { error: 'NOT_FOUND', message: `Flag '${it.flag}' not found` };
+  return evaluateFlag(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs);
+}
+
+async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number): Promise<EvalOutcome> {
+  const p = graphql.prepare(it.query, it.operationName);
+  if (!p.ok) return { graphql: JSON.stringify({ errors: p.errors }) };
+  // What the `evaluate` resolver reads of the runtime: the replica and the request's clock.
+  const rt = { snapshots: { peek: (orgId: string) => snapshots.get(orgId) }, now: () => nowMs } as unknown as Runtime;
+  const ctx: GraphQLContext = { rt, auth: { principal: it.principal, snapshot: snap }, deferredAny: p.deferredAny };
+  return { graphql: JSON.stringify(await graphql.run(p, ctx, it.variables)) };
+}
+
 export default async function evaluateBatch(task: EvalTask): Promise<EvalOutcome[]> {
   const out: EvalOutcome[] = new Array(task.items.length);
   for (let i = 0; i < task.items.length; i++) {
@@ -74,12 +100,7 @@ export default async function evaluateBatch(task: EvalTask): Promise<EvalOutcome
       }
       snap = snapshots.get(it.orgId)!;
     }
-    const flag = snap.flags.get(it.flag);
-    if (flag === undefined) {
-      out[i] = { error: 'NOT_FOUND', message: `Flag '${it.flag}' not found` };
-      continue;
-    }
-    out[i] = evaluateFlag(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, task.nowMs);
+    out[i] = it.kind === 'eval' ? evaluateOne(snap, it, task.nowMs) : await executeGraphQL(snap, it, task.nowMs);
   }
   return out;
 }

@@ -21,7 +21,7 @@ import { VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';
 import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
-import { limitViolation, measureOperation, type Limits } from './limits.js';
+import { EVALUATE_FIELD, limitViolation, measureOperation, type Limits } from './limits.js';
 import { resolvers, type GraphQLContext } from './resolvers.js';
 import { buildVexilSchema, trackDeferredAny } from './schema.js';
 
@@ -52,6 +52,11 @@ export type Prepared =
       evaluations: number;
       depth: number;
       deferredAny: boolean;
+      /**
+       * A query whose root fields are all `evaluate` (or `__typename`): it reads only snapshots, so
+       * a node with a worker pool runs it in a worker.
+       */
+      evaluationOnly: boolean;
     };
 
 export interface ExecutorOptions extends Limits {
@@ -172,7 +177,10 @@ export class GraphQLExecutor {
       compileQuery(this.schema, doc, operationName ?? undefined, { disablingCapturingStackErrors: true }),
     );
     if (!isCompiledQuery(compiled)) return { ok: false, errors: requestErrors(compiled.errors ?? []) };
-    return { ok: true, run: compiled.query, evaluations: cost.evaluations, depth: cost.depth, deferredAny };
+    const evaluationOnly =
+      op.operation === 'query' &&
+      op.selectionSet.selections.every((sel) => sel.kind === 'Field' && (sel.name.value === EVALUATE_FIELD || sel.name.value === '__typename'));
+    return { ok: true, run: compiled.query, evaluations: cost.evaluations, depth: cost.depth, deferredAny, evaluationOnly };
   }
 
   /**
@@ -180,12 +188,28 @@ export class GraphQLExecutor {
    * `evaluate` beyond the first is charged to the key's evaluation bucket; a document that fails
    * before execution costs nothing more.
    */
-  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<GraphQLResponse> {
+  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<GraphQLResponse | string> {
     const p = this.prepare(req.query, req.operationName);
     if (!p.ok) return { errors: p.errors };
     if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
-    const ctx: GraphQLContext = { rt, auth, deferredAny: p.deferredAny };
-    let result = p.run(undefined, ctx, req.variables ?? {});
+    if (p.evaluationOnly && rt.pool !== null) {
+      // Read-your-writes through the pool: the worker waits for this node's current version.
+      const snapshot = rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot;
+      return rt.pool.graphql({
+        orgId: auth.principal.orgId,
+        version: snapshot.org.version,
+        principal: auth.principal,
+        query: req.query,
+        operationName: req.operationName,
+        variables: req.variables,
+      });
+    }
+    return this.run(p, { rt, auth, deferredAny: p.deferredAny }, req.variables);
+  }
+
+  /** Executes a prepared document (on the front thread, or in an evaluation worker). */
+  async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<GraphQLResponse> {
+    let result = p.run(undefined, ctx, variables ?? {});
     if (isPromise(result)) result = await result;
     const out: GraphQLResponse = {};
     const hasData = 'data' in result;

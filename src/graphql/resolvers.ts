@@ -21,6 +21,10 @@ import type { Runtime } from '../runtime.js';
 import { materializeAny, type ResolverMap } from './schema.js';
 
 export interface GraphQLContext {
+  /**
+   * In an evaluation worker only `snapshots.peek` and `now` exist (workers/evaluator.ts): the
+   * documents that run there resolve nothing but `evaluate`.
+   */
   rt: Runtime;
   /** Taken once per request, before the query is read (401 / 402 / 429). */
   auth: Authenticated;

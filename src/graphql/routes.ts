@@ -68,7 +68,7 @@ export function graphqlRoutes(rt: Runtime): Route[] {
         const auth = await authenticate(rt, inc.managementKey, graphqlBucket);
         const req = parseGraphQLRequest(jsonObjectBody(inc));
         const result = await executor.execute(rt, auth, req);
-        return { status: 200, raw: JSON.stringify(result), headers: JSON_HEADERS };
+        return { status: 200, raw: typeof result === 'string' ? result : JSON.stringify(result), headers: JSON_HEADERS };
       },
     },
   ];

@@ -11,7 +11,7 @@ import type { OrgSnapshot } from '../evaluation/index.js';
 import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
 import { projectPath } from '../util/paths.js';
 import type { Logger } from '../util/log.js';
-import type { EvalItem, EvalOutcome, FlagData, SnapshotMessage, WorkerData } from './protocol.js';
+import type { EvalItem, EvalOutcome, FlagData, GraphQLItem, PoolItem, SnapshotMessage, WorkerData } from './protocol.js';
 
 const flagData = (snap: OrgSnapshot, name: string): FlagData | null => {
   const c = snap.flags.get(name);
@@ -25,10 +25,17 @@ export function fullMessage(snap: OrgSnapshot): SnapshotMessage {
 }
 
 interface Pending {
-  item: EvalItem;
-  resolve: (e: Evaluation) => void;
+  item: PoolItem;
+  resolve: (outcome: EvalOutcome) => void;
   reject: (err: unknown) => void;
   retried: boolean;
+}
+
+export interface PoolOptions {
+  threads: number;
+  channel: string;
+  graphqlMaxDepth: number;
+  graphqlMaxEvaluations: number;
 }
 
 export class EvalPool {
@@ -39,12 +46,11 @@ export class EvalPool {
 
   constructor(
     private readonly registry: SnapshotRegistry,
-    threads: number,
-    channelName: string,
+    opts: PoolOptions,
     private readonly log: Logger,
     private readonly maxBatch = 64,
   ) {
-    this.channel = new BroadcastChannel(channelName);
+    this.channel = new BroadcastChannel(opts.channel);
     this.channel.unref();
     this.channel.onmessage = (ev: unknown) => {
       if ((ev as { data: SnapshotMessage }).data.type === 'hello') this.sendAll();
@@ -52,10 +58,14 @@ export class EvalPool {
     registry.onChange((orgId, snap, touches) => this.replicate(orgId, snap, touches));
     this.pool = new Piscina({
       filename: projectPath('dist', 'workers', 'evaluator.js'),
-      minThreads: threads,
-      maxThreads: threads,
+      minThreads: opts.threads,
+      maxThreads: opts.threads,
       idleTimeout: 2 ** 31 - 1,
-      workerData: { channel: channelName } satisfies WorkerData,
+      workerData: {
+        channel: opts.channel,
+        graphqlMaxDepth: opts.graphqlMaxDepth,
+        graphqlMaxEvaluations: opts.graphqlMaxEvaluations,
+      } satisfies WorkerData,
     });
     this.pool.on('error', (err: unknown) => this.log.error('evaluation worker error', { err: err as Error }));
   }
@@ -82,7 +92,16 @@ export class EvalPool {
     else this.post({ type: 'flag', org: snap.org, name: touches.flag, data: flagData(snap, touches.flag) });
   }
 
-  evaluate(item: EvalItem): Promise<Evaluation> {
+  evaluate(item: Omit<EvalItem, 'kind'>): Promise<Evaluation> {
+    return this.submit({ kind: 'eval', ...item }) as Promise<Evaluation>;
+  }
+
+  /** Executes an evaluation-only GraphQL document in a worker; resolves with the serialised response. */
+  async graphql(item: Omit<GraphQLItem, 'kind'>): Promise<string> {
+    return ((await this.submit({ kind: 'graphql', ...item })) as { graphql: string }).graphql;
+  }
+
+  private submit(item: PoolItem): Promise<EvalOutcome> {
     return new Promise((resolve, reject) => {
       this.enqueue({ item, resolve, reject, retried: false });
     });

@@ -7,6 +7,7 @@
  * that version before evaluating, so a node never answers from older data than it already served
  * (read-your-writes holds through the pool).
  */
+import type { Principal } from '../auth/permissions.js';
 import type { Evaluation, Flag, FlagConfig, Organization } from '../domain/types.js';
 
 export interface FlagData {
@@ -23,6 +24,7 @@ export type SnapshotMessage =
   | { type: 'hello' };
 
 export interface EvalItem {
+  kind: 'eval';
   orgId: string;
   /** Minimum snapshot version the worker must hold. */
   version: number;
@@ -33,13 +35,33 @@ export interface EvalItem {
   context: Record<string, unknown> | null;
 }
 
-export interface EvalTask {
-  nowMs: number;
-  items: EvalItem[];
+/**
+ * A GraphQL document whose operation only evaluates (see GraphQLExecutor.prepare): the worker
+ * executes it with graphql-jit against its replica and answers the serialised response.
+ */
+export interface GraphQLItem {
+  kind: 'graphql';
+  orgId: string;
+  version: number;
+  principal: Principal;
+  query: string;
+  operationName: string | null;
+  variables: Record<string, unknown> | null;
 }
 
-export type EvalOutcome = Evaluation | { error: 'NOT_FOUND' | 'STALE' | 'INTERNAL'; message: string };
+export type PoolItem = EvalItem | GraphQLItem;
+
+export interface EvalTask {
+  nowMs: number;
+  items: PoolItem[];
+}
+
+export type PoolError = { error: 'NOT_FOUND' | 'STALE' | 'INTERNAL'; message: string };
+/** An evaluation, a serialised GraphQL response, or an error. */
+export type EvalOutcome = Evaluation | { graphql: string } | PoolError;
 
 export interface WorkerData {
   channel: string;
+  graphqlMaxDepth: number;
+  graphqlMaxEvaluations: number;
 }

@@ -54,3 +54,38 @@ t.test('a crashed worker is replaced and requests get answers, not hangs', async
   t.equal(later.status, 200);
   t.equal(later.body.key, 'on');
 });
+
+t.test('evaluation-only GraphQL documents run in the workers and answer as the front thread does', async (t) => {
+  const pooled = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2' } });
+  const inline = await startTestNode(t, { adminKey: pooled.adminKey });
+  const rule = { id: 'pro', priority: 1, conditions: [{ field: 'plan', operator: '==', value: 'pro' }], allocations: [{ variantKey: 'on', percentage: 100 }] };
+  const keys: string[] = [];
+  for (const n of [pooled, inline]) {
+    t.equal((await createFlag(n, 'g')).status, 201);
+    t.equal((await upsertConfig(n, 'g', { rolloutPercentage: 50, rules: [rule] })).status, 200);
+    keys.push(await createKey(n, { permissions: ['CanEvaluate'], application: 'default' }));
+  }
+  const fields = Array.from({ length: 100 }, (_, i) =>
+    `e${i}: evaluate(key: "g", userId: "user-${i}", stage: "production", context: $ctx) { key variant reason { code ruleId } }`);
+  const query = `query Batch($ctx: Any) { ${fields.join(' ')} }`;
+  const ask = (n: typeof pooled, key: string) =>
+    n.req('POST', '/api/graphql', { key, body: { query, variables: { ctx: { plan: 'pro' } } } });
+  const [a, b] = await Promise.all([ask(pooled, keys[0]), ask(inline, keys[1])]);
+  t.equal(a.status, 200);
+  t.notOk(a.body.errors, 'no errors');
+  t.same(a.body.data, b.body.data, 'the worker answers exactly what the front thread answers');
+  const codes = new Set(Object.values(a.body.data as Record<string, { reason: { code: string } }>).map((e) => e.reason.code));
+  t.ok(codes.has('rule_matched') && codes.has('rollout_excluded'), 'both outcomes among the 100 users');
+
+  // Read-your-writes: the next GraphQL request sees the change.
+  t.equal((await upsertConfig(pooled, 'g', { rolloutPercentage: 100, defaultVariantKey: 'on', rules: [] })).status, 200);
+  const after = await pooled.req('POST', '/api/graphql', { key: keys[0], body: { query: '{ evaluate(key: "g", userId: "x", stage: "production") { key reason { code } } }' } });
+  t.same(after.body.data, { evaluate: { key: 'on', reason: { code: 'default' } } });
+
+  // Errors keep their shape when produced in a worker.
+  const missing = await pooled.req('POST', '/api/graphql', { key: keys[0], body: { query: '{ a: evaluate(key: "nope", userId: "x", stage: "production") { key } b: evaluate(key: "g", userId: "x", stage: "production") { key } }' } });
+  t.equal(missing.status, 200);
+  t.equal(missing.body.data.a, null);
+  t.same(missing.body.data.b, { key: 'on' });
+  t.match(missing.body.errors, [{ path: ['a'], extensions: { code: 'NOT_FOUND', status: 404 } }]);
+});
