@@ -1,12 +1,10 @@
 /**
  * Shared helpers of the REST flag-management and evaluation suites (test/rest/{flags,configs,
  * evaluation,reasons,bad-input,flags-postgres}.test.ts). Everything goes through real HTTP on a
- * real node started by test/helpers/node.ts; only the kill switch (no REST endpoint yet) is
- * written through the service layer.
+ * real node started by test/helpers/node.ts; the kill switch, which has no REST endpoint, is set
+ * through GraphQL.
  */
 import tap from 'tap';
-import { authenticate } from '../../src/auth/authenticate.js';
-import { replaceKillSwitch } from '../../src/features/organizations/service.js';
 import { boolVariants, expectProblem, OPERATOR_TOKEN, startTestNode, type Res, type TestNode, type TestNodeOptions } from '../helpers/node.js';
 
 export type TapTest = Parameters<Parameters<typeof tap.test>[0]>[0];
@@ -141,14 +139,17 @@ export async function expectRejectedUnchanged(
   t.same(await orgState(n, adminKey), before, 'organization flag state unchanged');
 }
 
-/**
- * Kill switch: there is no REST endpoint for it yet (GraphQL `replaceKillSwitch` comes later),
- * so the tests write the organization's kill_switch through the service layer, with an
- * Authenticated built by the real authentication path from the organization's admin key.
- */
+/** Replaces the organization's kill-switch rules through GraphQL `replaceKillSwitch` (no REST endpoint exists). */
 export async function setKillSwitch(n: TestNode, adminKey: string, rules: Record<string, string | null>[]): Promise<unknown> {
-  const auth = await authenticate(n.node.runtime, adminKey, () => 'mgmt');
-  return replaceKillSwitch(n.node.runtime, auth, rules);
+  const r = await n.req('POST', '/api/graphql', {
+    key: adminKey,
+    body: {
+      query: 'mutation($rules: [KillSwitchRuleInput!]!) { replaceKillSwitch(rules: $rules) { flag application environment } }',
+      variables: { rules },
+    },
+  });
+  if (r.status !== 200 || r.body.errors) throw new Error(`replaceKillSwitch failed: ${r.status} ${r.text}`);
+  return r.body.data.replaceKillSwitch;
 }
 
 export const FLAG_FIELDS = [

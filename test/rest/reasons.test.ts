@@ -99,7 +99,7 @@ t.test('reason codes over REST', async (t) => {
     await expectOutcome(t, c, 'everyone', { userId: 'anyone-at-all' }, 'rule_matched', BLUE, 'all-blue');
   });
 
-  t.test('killswitch (kill switch written through the service layer: no REST endpoint yet)', async (t) => {
+  t.test('killswitch (rules set through GraphQL replaceKillSwitch)', async (t) => {
     const c = await setup(n);
     await flag(t, c, 'ks-target');
     await flag(t, c, 'ks-bystander');
