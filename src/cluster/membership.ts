@@ -15,7 +15,7 @@ export class Membership {
     private readonly bus: Bus,
     private readonly nodeId: string,
     private readonly onCount: (nodes: number) => void,
-    private readonly intervalMs = 1000,
+    intervalMs = 1000,
     private readonly ttlMs = 3500,
     private readonly now: () => number = Date.now,
   ) {
