@@ -85,7 +85,7 @@ async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number)
   // What the `evaluate` resolver reads of the runtime: the replica and the request's clock.
   const rt = { snapshots: { peek: (orgId: string) => snapshots.get(orgId) }, now: () => nowMs } as unknown as Runtime;
   const ctx: GraphQLContext = { rt, auth: { principal: it.principal, snapshot: snap }, deferredAny: p.deferredAny };
-  return { graphql: JSON.stringify(await graphql.run(p, ctx, it.variables)) };
+  return { graphql: await graphql.run(p, ctx, it.variables) };
 }
 
 export default async function evaluateBatch(task: EvalTask): Promise<EvalOutcome[]> {

@@ -131,7 +131,9 @@ export class GraphQLExecutor {
 
   /** Parse, validate, limits and compile, or the cached outcome of a previous identical request. */
   prepare(query: string, operationName: string | null): Prepared {
-    const key = (operationName === null ? '-' : `${operationName.length}:${operationName}`) + '\n' + query;
+    // The query text itself is the key in the common case: building a new key string would copy
+    // and re-hash the whole document on every request. A NUL never starts a valid document.
+    const key = operationName === null ? query : `\0${operationName.length}:${operationName}\n${query}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
     const prepared = this.prepareUncached(query, operationName);
@@ -188,9 +190,9 @@ export class GraphQLExecutor {
    * `evaluate` beyond the first is charged to the key's evaluation bucket; a document that fails
    * before execution costs nothing more.
    */
-  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<GraphQLResponse | string> {
+  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string> {
     const p = this.prepare(req.query, req.operationName);
-    if (!p.ok) return { errors: p.errors };
+    if (!p.ok) return JSON.stringify({ errors: p.errors } satisfies GraphQLResponse);
     if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
     if (p.evaluationOnly && rt.pool !== null) {
       // Read-your-writes through the pool: the worker waits for this node's current version.
@@ -207,15 +209,19 @@ export class GraphQLExecutor {
     return this.run(p, { rt, auth, deferredAny: p.deferredAny }, req.variables);
   }
 
-  /** Executes a prepared document (on the front thread, or in an evaluation worker). */
-  async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<GraphQLResponse> {
+  /**
+   * Executes a prepared document (on the front thread, or in an evaluation worker) and answers
+   * the serialised response. (graphql-jit's generated fast-json-stringify serializer was tried:
+   * it mis-serialises the Any and DateTime scalars, so plain JSON.stringify it is.)
+   */
+  async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string> {
     let result = p.run(undefined, ctx, variables ?? {});
     if (isPromise(result)) result = await result;
-    const out: GraphQLResponse = {};
     const hasData = 'data' in result;
+    const out: GraphQLResponse = {};
     if (result.errors && result.errors.length > 0) out.errors = result.errors.map((e) => this.formatError(e, !hasData));
     if (hasData) out.data = (result.data ?? null) as Record<string, unknown> | null;
-    return out;
+    return JSON.stringify(out);
   }
 
   /** One execution error; `request` when it stopped the whole request (variable coercion). */

@@ -67,8 +67,7 @@ export function graphqlRoutes(rt: Runtime): Route[] {
       handler: async (inc) => {
         const auth = await authenticate(rt, inc.managementKey, graphqlBucket);
         const req = parseGraphQLRequest(jsonObjectBody(inc));
-        const result = await executor.execute(rt, auth, req);
-        return { status: 200, raw: typeof result === 'string' ? result : JSON.stringify(result), headers: JSON_HEADERS };
+        return { status: 200, raw: await executor.execute(rt, auth, req), headers: JSON_HEADERS };
       },
     },
   ];

@@ -89,7 +89,7 @@ t.test('compiled-query cache: a repeated document is not parsed, validated or co
   const fake = { limiter: { charge() {} }, snapshots: { peek: () => undefined } } as any;
   const auth = { principal: { keyId: 'k', orgId: 'o', permissions: new Set(), application: null, environment: null }, snapshot: {} } as any;
   for (let i = 0; i < 3; i++) {
-    const r = await ex.execute(fake, auth, { query: q, variables: null, operationName: 'R' });
+    const r = JSON.parse(await ex.execute(fake, auth, { query: q, variables: null, operationName: 'R' }));
     t.same(r, { data: { __schema: { queryType: { name: 'Query' } } } }, `cached run ${i + 1}`);
   }
   t.equal(ex.compilations, 4, 'running cached documents compiles nothing');
