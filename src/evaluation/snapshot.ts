@@ -139,13 +139,72 @@ function compileRule(
       value: v === undefined ? null : v.value,
     });
   }
-  return {
-    id: rule.id,
-    priority: rule.priority,
-    conditions,
-    allocations,
-    reason: reason('rule_matched', `Matched rule ${rule.id} at priority ${rule.priority}`, rule.id),
-  };
+  return new Rule(rule.id, rule.priority, conditions, allocations);
+}
+
+/**
+ * A compiled rule. Its `rule_matched` reason is built on first use and then shared: with 100,000
+ * flags most reasons are never asked for, and eager messages would cost tens of MiB.
+ */
+class Rule implements CompiledRule {
+  private cached: EvaluationReason | undefined;
+  constructor(
+    readonly id: string,
+    readonly priority: number,
+    readonly conditions: CompiledCondition[],
+    readonly allocations: CompiledAllocation[],
+  ) {}
+
+  get reason(): EvaluationReason {
+    return (this.cached ??= reason('rule_matched', `Matched rule ${this.id} at priority ${this.priority}`, this.id));
+  }
+}
+
+/** The terminal reasons of one configuration, each built on first use and then shared (see Rule). */
+class Reasons implements ConfigReasons {
+  private c: (EvaluationReason | undefined)[] = [];
+  constructor(
+    private readonly config: FlagConfig,
+    private readonly activeFromMs: number | null,
+    private readonly activeUntilMs: number | null,
+    private readonly defaultKey: string | null,
+  ) {}
+
+  private get where(): string {
+    return describeConfig(this.config);
+  }
+
+  get configDisabled(): EvaluationReason {
+    return (this.c[0] ??= reason('config_disabled', `Configuration for ${this.where} is disabled`));
+  }
+
+  get notYetActive(): EvaluationReason {
+    const at = this.activeFromMs === null ? '?' : new Date(this.activeFromMs).toISOString();
+    return (this.c[1] ??= reason('not_yet_active', `Configuration for ${this.where} is not active until ${at}`));
+  }
+
+  get expired(): EvaluationReason {
+    const at = this.activeUntilMs === null ? '?' : new Date(this.activeUntilMs).toISOString();
+    return (this.c[2] ??= reason('expired', `Configuration for ${this.where} expired at ${at}`));
+  }
+
+  get rolloutExcluded(): EvaluationReason {
+    return (this.c[3] ??= reason('rollout_excluded', `User is outside the ${pct(this.config.rolloutPercentage)} rollout`));
+  }
+
+  get enrollmentClosed(): EvaluationReason {
+    const cutoff = pct(this.config.enrollmentCutoff ?? 100);
+    return (this.c[4] ??= reason('enrollment_closed', `Enrollment is closed at ${cutoff}: the user was not enrolled before the cut-off`));
+  }
+
+  get default(): EvaluationReason {
+    return (this.c[5] ??= reason(
+      'default',
+      this.defaultKey === null
+        ? `No rule matched; default variant '${this.config.defaultVariantKey}' does not exist`
+        : `No rule matched; serving default variant '${this.defaultKey}'`,
+    ));
+  }
 }
 
 function compileConfig(config: FlagConfig, variants: Map<string, Variant>): CompiledConfig {
@@ -158,29 +217,8 @@ function compileConfig(config: FlagConfig, variants: Map<string, Variant>): Comp
   const activeFromMs = parseTime(config.activeFrom);
   const activeUntilMs = parseTime(config.activeUntil);
   const dv = variants.get(config.defaultVariantKey);
-  const where = describeConfig(config);
-  const reasons: ConfigReasons = {
-    configDisabled: reason('config_disabled', `Configuration for ${where} is disabled`),
-    notYetActive: reason(
-      'not_yet_active',
-      `Configuration for ${where} is not active until ${activeFromMs === null ? '?' : new Date(activeFromMs).toISOString()}`,
-    ),
-    expired: reason(
-      'expired',
-      `Configuration for ${where} expired at ${activeUntilMs === null ? '?' : new Date(activeUntilMs).toISOString()}`,
-    ),
-    rolloutExcluded: reason('rollout_excluded', `User is outside the ${pct(config.rolloutPercentage)} rollout`),
-    enrollmentClosed: reason(
-      'enrollment_closed',
-      `Enrollment is closed at ${pct(cutoff ?? 100)}: the user was not enrolled before the cut-off`,
-    ),
-    default: reason(
-      'default',
-      dv === undefined
-        ? `No rule matched; default variant '${config.defaultVariantKey}' does not exist`
-        : `No rule matched; serving default variant '${dv.key}'`,
-    ),
-  };
+  const defaultKey = dv === undefined ? null : dv.key;
+  const reasons = new Reasons(config, activeFromMs, activeUntilMs, defaultKey);
   return {
     config,
     rules,
@@ -188,7 +226,7 @@ function compileConfig(config: FlagConfig, variants: Map<string, Variant>): Comp
     cutoffUpTo,
     activeFromMs,
     activeUntilMs,
-    defaultKey: dv === undefined ? null : dv.key,
+    defaultKey,
     defaultValue: dv === undefined ? null : dv.value,
     reasons,
   };
