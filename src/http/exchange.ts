@@ -14,8 +14,6 @@ import type { Logger } from '../util/log.js';
 export const MAX_BODY_BYTES = 1 << 20;
 
 export interface Incoming {
-  method: string;
-  url: string;
   /** Raw query string, without `?`. */
   query: string;
   /** Path parameters, URL-decoded. */
@@ -88,8 +86,6 @@ export function exchange(log: Logger, paramCount: number, readBody: boolean, han
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
       inc = {
-        method: req.getMethod(),
-        url: req.getUrl(),
         query: req.getQuery() ?? '',
         params,
         managementKey: req.getHeader('x-management-key'),
