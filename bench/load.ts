@@ -13,7 +13,7 @@
  *   node dist/bench/load.js --url http://127.0.0.1:8080/flags/x -X POST \
  *     -H 'content-type: application/json' -H 'x-management-key: …' \
  *     --body '{"userId":"u1","stage":"production"}' -c 50 -d 10 [-p 1] \
- *     [--engine lean|autocannon] [--warmup 0] [--json]
+ *     [--engine lean|autocannon] [--warmup 0] [--rate REQ_PER_SEC] [--json]
  *   node dist/bench/load.js --json --spec '<LoadOptions as JSON>'
  * With --json only the LoadResult JSON is printed on stdout (for run.ts,
  * which runs this file pinned to its own core with runLoadInChild()).
@@ -21,7 +21,7 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import net from 'node:net';
-import { createHistogram, performance, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram, monitorEventLoopDelay, performance, type RecordableHistogram } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pinned, track } from './proc.js';
 
@@ -41,6 +41,14 @@ export interface LoadOptions {
   warmupSec?: number;
   /** A connection with requests in flight and no response for this long is reset (counted in timeouts). */
   timeoutSec?: number;
+  /**
+   * Fixed-rate (paced) mode, lean engine only: total requests per second over all connections
+   * instead of a closed loop. Requests are due at evenly spaced times; a due request goes out on
+   * an idle connection or, when every connection is busy, waits for the next free one. Latency is
+   * measured from the timer tick that issued the request, so queueing behind a slow response
+   * counts (no coordinated omission). Pipelining is 1 in this mode. 0 or absent: closed loop.
+   */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -58,6 +66,14 @@ export interface LoadResult {
   latencyMs: { p50: number; p90: number; p99: number; p999: number; mean: number; max: number };
   /** Responses with a status outside 200-299. */
   non2xx: number;
+  /**
+   * Lean engine: the generator's own event-loop delay over the measured run (ms). A stall here
+   * (GC, or the generator's CPU taken by another process) delays reading responses and shows up as
+   * server latency; compare it with p99/max before blaming the server.
+   */
+  generatorLoopDelayMs?: { p99: number; max: number };
+  /** Paced mode: the requested rate (req/s) and the most requests that were due but waiting for a free connection at once. */
+  paced?: { rate: number; maxBacklog: number; lateStarts: number };
   /** Transport errors: connection failures, resets, unparsable responses (timeouts included). */
   errors: number;
   timeouts: number;
@@ -70,12 +86,20 @@ export interface LoadResult {
 }
 
 /** Run load against `url` with the chosen engine; resolves after durationSec (+ warmup). */
-export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+/**
+ * Run load against `url` with the chosen engine; resolves after durationSec (+ warmup). The
+ * warm-up runs in this process (its JIT is warm for the measured run) on its own connections;
+ * `onMeasureStart` is called when the measured run starts, its connections open.
+ */
+export async function runLoad(options: LoadOptions, onMeasureStart?: () => void): Promise<LoadResult> {
   const o = normalize(options);
   const run = o.engine === 'autocannon' ? runAutocannon : runLean;
   if (o.warmupSec > 0) await run({ ...o, durationSec: o.warmupSec });
-  return run(o);
+  return run(o, onMeasureStart);
 }
+
+/** Printed alone on stderr by `load.js --json` when the measured run starts (after the warm-up). */
+export const MEASURE_START_MARKER = '@@vexil-bench-measuring';
 
 type Normalized = Required<Omit<LoadOptions, 'body'>> & { body: string | undefined };
 
@@ -91,7 +115,12 @@ function normalize(o: LoadOptions): Normalized {
     engine: o.engine ?? 'lean',
     warmupSec: o.warmupSec ?? 0,
     timeoutSec: o.timeoutSec ?? 10,
+    rate: o.rate !== undefined && o.rate > 0 ? o.rate : 0,
   };
+  if (n.rate > 0) {
+    if (n.engine !== 'lean') throw new Error('paced mode (rate) needs the lean engine');
+    n.pipelining = 1;
+  }
   if (!(n.durationSec > 0)) throw new Error('durationSec must be > 0');
   if (n.engine !== 'lean' && n.engine !== 'autocannon') throw new Error(`unknown engine ${String(n.engine)}`);
   return n;
@@ -206,7 +235,24 @@ class LeanConnection {
     private readonly noBody: boolean,
     private readonly stats: LeanStats,
     private readonly isRunning: () => boolean,
+    /** Called when the connection can take more requests: fill() in a closed loop, the pacer otherwise. */
+    private readonly onReady: (c: LeanConnection) => void = (c) => c.fill(),
   ) {}
+
+  /** Idle: connected, not draining, nothing in flight. */
+  get idle(): boolean {
+    return this.sock !== undefined && !this.draining && this.sent.length === 0;
+  }
+
+  /** Paced mode: send one request whose latency is timed from `startAt` (performance.now() time). */
+  sendOne(startAt: number): boolean {
+    const sock = this.sock;
+    if (sock === undefined || this.draining || !this.isRunning()) return false;
+    this.sent.push(startAt);
+    if (this.sent.length === 1) this.lastProgress = performance.now();
+    sock.write(this.reqs.subarray(0, this.reqLen));
+    return true;
+  }
 
   connect(): Promise<void> {
     return new Promise((resolve) => {
@@ -233,7 +279,7 @@ class LeanConnection {
         if (hadError || (this.sent.length > 0 && !this.draining)) this.stats.errors++;
         // Keep the offered load constant: reconnect and go on.
         setTimeout(() => {
-          if (!this.closed && this.isRunning()) void this.connect().then(() => this.fill());
+          if (!this.closed && this.isRunning()) void this.connect().then(() => this.onReady(this));
         }, 10);
       });
     });
@@ -260,7 +306,7 @@ class LeanConnection {
       this.sock = undefined;
       this.sent = [];
       s.destroy();
-      void this.connect().then(() => this.fill());
+      void this.connect().then(() => this.onReady(this));
     }
   }
 
@@ -324,18 +370,21 @@ class LeanConnection {
       this.sock = undefined;
       this.sent = [];
       sock.destroy();
-      if (running && !this.closed) void this.connect().then(() => this.fill());
+      if (running && !this.closed) void this.connect().then(() => this.onReady(this));
       return;
     }
     if (off < len) this.pending = buf.subarray(off);
     if (done > 0) {
       this.lastProgress = now;
-      if (running) this.fill();
+      if (running) this.onReady(this);
     }
   }
 }
 
-async function runLean(o: Normalized): Promise<LoadResult> {
+/** Sampling interval of the generator's event-loop delay monitor, ms. */
+const LOOP_DELAY_RESOLUTION_MS = 10;
+
+async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult> {
   const { buf, host, port } = buildRequest(o);
   const reqs = Buffer.concat(Array.from({ length: o.pipelining }, () => buf));
   const stats: LeanStats = {
@@ -346,15 +395,28 @@ async function runLean(o: Normalized): Promise<LoadResult> {
     timeouts: 0,
   };
   let running = true;
+  const pacer = o.rate > 0 ? new Pacer(o.rate) : undefined;
   const conns = Array.from(
     { length: o.connections },
-    () => new LeanConnection(host, port, reqs, buf.length, o.pipelining, o.method === 'HEAD', stats, () => running),
+    () =>
+      new LeanConnection(host, port, reqs, buf.length, o.pipelining, o.method === 'HEAD', stats, () => running,
+        pacer === undefined ? undefined : (c) => pacer.onReady(c)),
   );
   await Promise.all(conns.map((c) => c.connect()));
   // Connection failures during setup count as errors too.
+  onStart?.();
+  const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
+  loopDelay.enable();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  for (const c of conns) c.fill();
+  let pacing: NodeJS.Timeout | undefined;
+  if (pacer === undefined) {
+    for (const c of conns) c.fill();
+  } else {
+    pacer.start(t0, conns);
+    // Timers fire at best every ~1 ms: requests due in between go out together at the next tick.
+    pacing = setInterval(() => pacer.tick(performance.now()), 1);
+  }
   const timeoutMs = o.timeoutSec * 1000;
   const watchdog = setInterval(() => {
     const now = performance.now();
@@ -362,6 +424,8 @@ async function runLean(o: Normalized): Promise<LoadResult> {
   }, Math.min(1000, timeoutMs));
   await new Promise((r) => setTimeout(r, o.durationSec * 1000));
   running = false;
+  loopDelay.disable();
+  if (pacing !== undefined) clearInterval(pacing);
   const wallSec = (performance.now() - t0) / 1000;
   const generatorCpu = cpuDelta(cpu0, wallSec);
   clearInterval(watchdog);
@@ -395,11 +459,80 @@ async function runLean(o: Normalized): Promise<LoadResult> {
       max: has ? ms(h.max) : 0,
     },
     non2xx,
+    // The histogram holds the timer's whole interval (10 ms + lateness): keep the lateness.
+    generatorLoopDelayMs: {
+      p99: Math.max(0, loopDelay.percentile(99) / 1e6 - LOOP_DELAY_RESOLUTION_MS),
+      max: Math.max(0, loopDelay.max / 1e6 - LOOP_DELAY_RESOLUTION_MS),
+    },
+    ...(pacer === undefined ? {} : { paced: { rate: o.rate, maxBacklog: pacer.maxBacklog, lateStarts: pacer.lateStarts } }),
     errors: stats.errors,
     timeouts: stats.timeouts,
     statusCodes,
     generatorCpu,
   };
+}
+
+/**
+ * Fixed-rate scheduling for the lean engine: request n is due at t0 + n / rate, issued by a 1 ms
+ * timer (so requests due within the same millisecond leave together). A due request goes out on
+ * an idle connection; with none idle it waits in the backlog and leaves on the next connection that
+ * frees up, still timed from when it was issued (no coordinated omission).
+ */
+class Pacer {
+  private t0 = 0;
+  private issued = 0;
+  private readonly idle = new Set<LeanConnection>();
+  private backlog: number[] = [];
+  private head = 0;
+  maxBacklog = 0;
+  lateStarts = 0;
+
+  constructor(private readonly rate: number) {}
+
+  start(t0: number, conns: LeanConnection[]): void {
+    this.t0 = t0;
+    for (const c of conns) if (c.idle) this.idle.add(c);
+    this.tick(t0);
+  }
+
+  /**
+   * Issues every request due by `now`. Their clock starts at `now`, the tick that issues them, not at
+   * their exact due time: the ~1 ms timer granularity is the generator's lateness, not the server's.
+   * A request that finds no idle connection keeps that start time while it waits for one.
+   */
+  tick(now: number): void {
+    const due = Math.floor(((now - this.t0) * this.rate) / 1000);
+    while (this.issued < due) {
+      this.issued++;
+      this.dispatch(now);
+    }
+  }
+
+  private dispatch(startAt: number): void {
+    for (const c of this.idle) {
+      this.idle.delete(c);
+      if (c.idle && c.sendOne(startAt)) return;
+    }
+    this.backlog.push(startAt);
+    const waiting = this.backlog.length - this.head;
+    if (waiting > this.maxBacklog) this.maxBacklog = waiting;
+  }
+
+  onReady(c: LeanConnection): void {
+    if (!c.idle) return;
+    if (this.head < this.backlog.length) {
+      if (c.sendOne(this.backlog[this.head])) {
+        this.head++;
+        this.lateStarts++;
+        if (this.head > 4096 && this.head * 2 > this.backlog.length) {
+          this.backlog = this.backlog.slice(this.head);
+          this.head = 0;
+        }
+      }
+      return;
+    }
+    this.idle.add(c);
+  }
 }
 
 // ---------------------------------------------------------- autocannon engine
@@ -424,8 +557,9 @@ interface AcResult {
 }
 type Autocannon = (opts: Record<string, unknown>) => Promise<AcResult>;
 
-async function runAutocannon(o: Normalized): Promise<LoadResult> {
+async function runAutocannon(o: Normalized, onStart?: () => void): Promise<LoadResult> {
   const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+  onStart?.();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const r = await autocannon({
@@ -475,16 +609,25 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 /**
  * Run the load in a separate `node load.js --json` process, pinned to `cpus`
  * (e.g. "1") with taskset when available, so the generator never shares a
- * core with the server under test.
+ * core with the server under test. `onMeasureStart` is called when the child
+ * reports that its measured run (after its in-process warm-up) starts.
  */
-export async function runLoadInChild(options: LoadOptions, cpus?: string): Promise<LoadResult> {
+export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeasureStart?: () => void): Promise<LoadResult> {
   const [cmd, args] = pinned(cpus, process.execPath, [THIS_FILE, '--json', '--spec', JSON.stringify(options)]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   let out = '';
   let err = '';
+  let started = false;
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+    if (!started && err.includes(MEASURE_START_MARKER)) {
+      started = true;
+      err = err.replace(`${MEASURE_START_MARKER}\n`, '');
+      onMeasureStart?.();
+    }
+  });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', resolve);
@@ -557,12 +700,15 @@ function parseCli(argv: string[]): { options: LoadOptions; json: boolean } {
       case '--timeout':
         o.timeoutSec = Number(next());
         break;
+      case '--rate':
+        o.rate = Number(next());
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
           'usage: node dist/bench/load.js --url URL [-X METHOD] [-H "k: v"]... [--body STR]\n' +
             '       [-c CONNECTIONS=50] [-d SECONDS=10] [-p PIPELINING=1] [--engine lean|autocannon]\n' +
-            '       [--warmup SECONDS=0] [--timeout SECONDS=10] [--json] | --json --spec JSON\n',
+            '       [--warmup SECONDS=0] [--timeout SECONDS=10] [--rate REQ_PER_SEC] [--json] | --json --spec JSON\n',
         );
         process.exit(0);
         break;
@@ -591,14 +737,16 @@ function summary(r: LoadResult): string {
     `  req/s ${r.rps.toFixed(0)}  (${r.requests} responses)`,
     `  latency ms  p50 ${f(r.latencyMs.p50)}  p90 ${f(r.latencyMs.p90)}  p99 ${f(r.latencyMs.p99)}  ` +
       `p99.9 ${f(r.latencyMs.p999)}  max ${f(r.latencyMs.max)}`,
+    ...(r.paced ? [`  paced at ${r.paced.rate.toFixed(0)} req/s: ${r.paced.lateStarts} requests waited for a free connection (at most ${r.paced.maxBacklog} at once)`] : []),
     `  non-2xx ${r.non2xx}  errors ${r.errors} (timeouts ${r.timeouts})  statuses ${JSON.stringify(r.statusCodes)}`,
-    `  generator CPU ${(r.generatorCpu.utilization * 100).toFixed(0)}% of one core`,
+    `  generator CPU ${(r.generatorCpu.utilization * 100).toFixed(0)}% of one core` +
+      (r.generatorLoopDelayMs ? `, event-loop delay p99 ${r.generatorLoopDelayMs.p99.toFixed(2)} ms, max ${r.generatorLoopDelayMs.max.toFixed(2)} ms` : ''),
   ].join('\n');
 }
 
 async function cli(): Promise<void> {
   const { options, json } = parseCli(process.argv.slice(2));
-  const result = await runLoad(options);
+  const result = await runLoad(options, json ? () => process.stderr.write(`${MEASURE_START_MARKER}\n`) : undefined);
   process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${summary(result)}\n`);
 }
 

@@ -54,6 +54,8 @@ export interface Child {
   tail(): string;
   /** Resolves with the first stdout line matching `re` (rejects on exit/timeout). */
   waitForLine(re: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
+  /** Calls `fn` with every complete line of stdout and stderr from now on. */
+  onLine(fn: (line: string, stream: 'stdout' | 'stderr') => void): void;
   exited: Promise<number | null>;
   exitCode(): number | null | undefined;
   stop(): Promise<void>;
@@ -90,6 +92,7 @@ export function startChild(
     while ((nl = stdoutBuf.indexOf('\n')) >= 0) {
       const line = stdoutBuf.slice(0, nl);
       stdoutBuf = stdoutBuf.slice(nl + 1);
+      for (const fn of lineListeners) fn(line, 'stdout');
       for (let i = waiters.length - 1; i >= 0; i--) {
         const m = line.match(waiters[i].re);
         if (m) {
@@ -99,8 +102,20 @@ export function startChild(
       }
     }
   });
+  const lineListeners: Array<(line: string, stream: 'stdout' | 'stderr') => void> = [];
+  let stderrBuf = '';
   proc.stderr!.setEncoding('utf8');
-  proc.stderr!.on('data', (d: string) => push(d));
+  proc.stderr!.on('data', (d: string) => {
+    push(d);
+    if (lineListeners.length === 0) return;
+    stderrBuf += d;
+    let nl: number;
+    while ((nl = stderrBuf.indexOf('\n')) >= 0) {
+      const line = stderrBuf.slice(0, nl);
+      stderrBuf = stderrBuf.slice(nl + 1);
+      for (const fn of lineListeners) fn(line, 'stderr');
+    }
+  });
   let code: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => {
     proc.once('exit', (c2) => {
@@ -120,6 +135,9 @@ export function startChild(
     tail: () => lines.join('\n'),
     exited,
     exitCode: () => code,
+    onLine: (fn) => {
+      lineListeners.push(fn);
+    },
     waitForLine(re, timeoutMs) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {

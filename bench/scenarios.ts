@@ -1,9 +1,13 @@
 /**
- * Benchmark scenarios. A scenario seeds a running service through its public
- * API and names the one request the load generator repeats. Add GraphQL or
- * cluster scenarios by appending to SCENARIOS; a scenario that needs another
- * topology (several nodes, NATS, PostgreSQL) supplies its own `start`.
+ * Load scenarios: a scenario seeds a running service through its public API and names the one
+ * request the load generator repeats. A scenario that needs another topology (several nodes,
+ * NATS, PostgreSQL) supplies its own `start`. Scenarios that are not one load run (flag-count
+ * scaling, snapshot build, propagation) live in suites.ts.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Background } from './harness.js';
+import type { Engine } from './load.js';
 
 export interface HarnessOptions {
   durationSec: number;
@@ -19,6 +23,29 @@ export interface HarnessOptions {
   pin: boolean;
   verbose: boolean;
   keepData: boolean;
+  engine: Engine;
+  /** Wait up to this long for the machine to be idle before each measurement. */
+  quietWaitSec: number;
+  /** VEXIL_EVAL_WORKERS of the rest-pool scenario. */
+  poolWorkers: number;
+  /** Aliased `evaluate` fields per graphql-batch request. */
+  batch: number;
+  /** Config upserts per second of the mixed scenario's writer. */
+  writeRate: number;
+  /** Service nodes of the propagation scenario (the writer's node included). */
+  nodes: number;
+  /** Config changes timed by the propagation scenario. */
+  changes: number;
+  /** Paced re-run of the REST scenarios at this fraction of their measured req/s; 0 = none. */
+  pacedFraction: number;
+  /** Flag counts of the flags-scaling scenario. */
+  scaleFlags: number[];
+  /** Round-robin measurement rounds of the flags-scaling scenario (each row keeps its quietest). */
+  rounds: number;
+  /** VEXIL_EVAL_WORKERS of the flags-scaling (and snapshot start-up) services; undefined = --eval-workers / service default. */
+  scalingWorkers: string | undefined;
+  /** Flags of the snapshot scenario. */
+  snapshotFlags: number;
 }
 
 /** A running system under test. */
@@ -63,9 +90,23 @@ export interface Scenario {
   /** Start the system under test; default: one `node dist/src/main.js` on PGlite. */
   start?: (opts: HarnessOptions, adminKey: string) => Promise<Target>;
   /** Extra environment for the default single-node start. */
-  env?: Record<string, string>;
+  env?: Record<string, string> | ((opts: HarnessOptions) => Record<string, string>);
+  /** May throw NotAvailable: the row then says "not available" instead of failing the run. */
   setup(ctx: ScenarioContext): Promise<void>;
   request(ctx: ScenarioContext): LoadRequest;
+  /** Evaluations one request performs (GraphQL batches): evaluations/s = req/s × this. */
+  evaluationsPerRequest?: (opts: HarnessOptions) => number;
+  /** Also measure at a fixed rate of --paced-fraction × the measured req/s (latency at partial load). */
+  paced?: boolean;
+  /** Runs in the runner during the measured window (the mixed scenario's admin writer). */
+  background?: (ctx: ScenarioContext) => Background;
+}
+
+/** Thrown by a scenario's setup when what it measures does not exist in this build. */
+export class NotAvailable extends Error {}
+
+export function scenarioEnv(s: Scenario, opts: HarnessOptions): Record<string, string> {
+  return typeof s.env === 'function' ? s.env(opts) : (s.env ?? {});
 }
 
 /** Body of the REST evaluation request (SPEC 4.1) used by the REST scenarios and the bare baseline. */
@@ -116,6 +157,18 @@ export async function seedBooleanFlags(ctx: ScenarioContext, count: number): Pro
   });
 }
 
+/** The REST evaluation request of `flag` with a CanEvaluate key. */
+export function restEvalRequest(evalKey: string, flag = 'bench-flag-0'): LoadRequest {
+  return {
+    method: 'POST',
+    path: `/flags/${flag}`,
+    headers: { 'content-type': 'application/json', 'x-management-key': evalKey },
+    body: EVAL_BODY,
+    expectStatus: 200,
+    checkBody: expectVariantOn,
+  };
+}
+
 /** Creates a CanEvaluate key scoped to application `default` and returns its value. */
 export async function createEvalKey(ctx: ScenarioContext): Promise<string> {
   const created = await ctx.api<{ key?: unknown }>('POST', '/api/keys', {
@@ -140,26 +193,202 @@ export function expectVariantOn(text: string): string | undefined {
   return `expected {"variant":true,"key":"on"}, got ${text.slice(0, 300)}`;
 }
 
-export const SCENARIOS: Scenario[] = [
-  {
-    name: 'rest-eval',
-    description:
-      'POST /flags/bench-flag-0 (REST evaluation, SPEC 4.1) with a CanEvaluate key scoped to application ' +
-      '`default`; the flag\'s production rule (country == NL) matches, answer {"variant":true,"key":"on"}. ' +
-      '--flags N boolean flags are seeded so the flag store is not trivially small.',
-    async setup(ctx) {
-      ctx.state.evalKey = await createEvalKey(ctx);
-      await seedBooleanFlags(ctx, ctx.opts.flags);
-    },
-    request(ctx) {
+const restEval = (workers: (opts: HarnessOptions) => Record<string, string>, name: string, description: string): Scenario => ({
+  name,
+  description,
+  env: workers,
+  paced: true,
+  async setup(ctx) {
+    ctx.state.evalKey = await createEvalKey(ctx);
+    await seedBooleanFlags(ctx, ctx.opts.flags);
+  },
+  request: (ctx) => restEvalRequest(String(ctx.state.evalKey)),
+});
+
+/** The GraphQL document with `n` aliased evaluations e0…e<n-1> of bench-flag-<i mod flags>. */
+export function graphqlBatchQuery(n: number, flags: number): string {
+  const fields: string[] = [];
+  for (let i = 0; i < n; i++) {
+    fields.push(`e${i}: evaluate(key:"bench-flag-${i % flags}", userId:"u0", stage:"production", context:{country:"NL"}) { key variant }`);
+  }
+  return `query { ${fields.join(' ')} }`;
+}
+
+/** Body check: no `errors`, and every alias e0…e<n-1> answered {key:"on", variant:true}. */
+export function expectGraphqlAllOn(n: number): (text: string) => string | undefined {
+  return (text) => {
+    let r: { data?: Record<string, { key?: unknown; variant?: unknown } | null> | null; errors?: unknown };
+    try {
+      r = JSON.parse(text) as typeof r;
+    } catch {
+      return `not JSON: ${text.slice(0, 300)}`;
+    }
+    if (r.errors !== undefined) return `errors: ${JSON.stringify(r.errors).slice(0, 300)}`;
+    for (let i = 0; i < n; i++) {
+      const e = r.data?.[`e${i}`];
+      if (e?.key !== 'on' || e.variant !== true) return `e${i} is ${JSON.stringify(e)}, expected {"key":"on","variant":true}`;
+    }
+    return undefined;
+  };
+}
+
+/** Throws NotAvailable when the build has no GraphQL endpoint. */
+async function requireGraphql(ctx: ScenarioContext): Promise<void> {
+  const root = path.dirname(path.dirname(ctx.opts.servicePath));
+  const routes = path.join(root, 'src', 'graphql', 'routes.js');
+  if (!existsSync(routes) && !existsSync(path.join(path.dirname(ctx.opts.servicePath), 'graphql', 'routes.js'))) {
+    throw new NotAvailable(`no GraphQL module in this build (${path.relative(process.cwd(), routes)} missing)`);
+  }
+  const r = await fetch(`${ctx.baseUrl}/api/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', 'x-management-key': ctx.adminKey },
+    body: JSON.stringify({ query: '{ __typename }' }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  await r.arrayBuffer();
+  if (r.status === 404 || r.status === 405) throw new NotAvailable(`POST /api/graphql answered ${r.status}`);
+}
+
+const graphql = (name: string, description: string, size: (opts: HarnessOptions) => number): Scenario => ({
+  name,
+  description,
+  env: (opts) => ({ VEXIL_GRAPHQL_MAX_EVALUATIONS: String(Math.max(100, opts.batch)) }),
+  evaluationsPerRequest: size,
+  async setup(ctx) {
+    await requireGraphql(ctx);
+    ctx.state.evalKey = await createEvalKey(ctx);
+    const n = size(ctx.opts);
+    ctx.state.flags = Math.max(ctx.opts.flags, n);
+    await seedBooleanFlags(ctx, Number(ctx.state.flags));
+  },
+  request(ctx) {
+    const n = size(ctx.opts);
+    return {
+      method: 'POST',
+      path: '/api/graphql',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-management-key': String(ctx.state.evalKey) },
+      body: JSON.stringify({ query: graphqlBatchQuery(n, Number(ctx.state.flags)) }),
+      expectStatus: 200,
+      checkBody: expectGraphqlAllOn(n),
+    };
+  },
+});
+
+/** The production configuration of the seeded flags, with `defaultVariantKey` chosen. */
+export function benchConfig(defaultVariantKey: 'on' | 'off', rules = true): Record<string, unknown> {
+  return {
+    stage: 'production',
+    enabled: true,
+    defaultVariantKey,
+    rolloutPercentage: 100,
+    rules: rules
+      ? [{ priority: 1, conditions: [{ field: 'country', operator: '==', value: 'NL' }], allocations: [{ variantKey: 'on', percentage: 100 }] }]
+      : [],
+  };
+}
+
+/**
+ * The mixed scenario's admin writer: `rate` config upserts per second of bench-flag-0 (the flag
+ * under evaluation) through REST with the admin key, alternating its defaultVariantKey (the rule
+ * still matches, so evaluations keep answering `on`). Open loop: a write is sent every 1/rate s
+ * whatever the previous one does (at most 16 in flight; more are counted as skipped).
+ */
+export function configWriter(ctx: ScenarioContext, rate: number, flag = 'bench-flag-0'): Background {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let sent = 0;
+  let skipped = 0;
+  let inflight = 0;
+  const url = `${ctx.baseUrl}/api/flags/${flag}/configs`;
+  const headers = { 'content-type': 'application/json', 'x-management-key': ctx.adminKey };
+  const t0 = performance.now();
+  const tick = (): void => {
+    if (inflight >= 16) {
+      skipped++;
+      return;
+    }
+    inflight++;
+    const i = sent++;
+    const start = performance.now();
+    fetch(url, { method: 'POST', headers, body: JSON.stringify(benchConfig(i % 2 === 0 ? 'on' : 'off')), signal: AbortSignal.timeout(10_000) })
+      .then(async (r) => {
+        await r.arrayBuffer();
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        if (r.status === 200) latencies.push(performance.now() - start);
+        else errors++;
+      })
+      .catch(() => {
+        statuses.error = (statuses.error ?? 0) + 1;
+        errors++;
+      })
+      .finally(() => {
+        inflight--;
+      });
+  };
+  const timer = setInterval(tick, 1000 / rate);
+  return {
+    async stop() {
+      clearInterval(timer);
+      const wallSec = (performance.now() - t0) / 1000;
+      const deadline = Date.now() + 15_000;
+      while (inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      const sorted = [...latencies].sort((a, b) => a - b);
+      const pct = (p: number): number => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
+      const w = { rate, sent, completed: latencies.length, errors, skipped, achievedRate: sent / wallSec, statuses,
+        latencyMs: { p50: pct(50), p99: pct(99), max: sorted.length === 0 ? NaN : sorted[sorted.length - 1] } };
       return {
-        method: 'POST',
-        path: EVAL_PATH,
-        headers: { 'content-type': 'application/json', 'x-management-key': String(ctx.state.evalKey) },
-        body: EVAL_BODY,
-        expectStatus: 200,
-        checkBody: expectVariantOn,
+        notes: [
+          `writer: ${sent} config upserts at ${w.achievedRate.toFixed(1)}/s, latency p50 ${w.latencyMs.p50.toFixed(1)} ms, ` +
+            `p99 ${w.latencyMs.p99.toFixed(1)} ms, max ${w.latencyMs.max.toFixed(1)} ms, errors ${errors}${skipped ? `, skipped ${skipped}` : ''}`,
+        ],
+        extra: { writer: w },
       };
     },
+  };
+}
+
+export const SCENARIOS: Scenario[] = [
+  restEval(
+    () => ({}),
+    'rest-eval',
+    'POST /flags/bench-flag-0 (REST evaluation, SPEC 4.1) with a CanEvaluate key scoped to application ' +
+      '`default`; the flag\'s production rule (country == NL) matches, answer {"variant":true,"key":"on"}. ' +
+      '--flags N boolean flags are seeded so the flag store is not trivially small. VEXIL_EVAL_WORKERS: ' +
+      '--eval-workers or the service default.',
+  ),
+  restEval(
+    () => ({ VEXIL_EVAL_WORKERS: '0' }),
+    'rest-front',
+    'rest-eval with VEXIL_EVAL_WORKERS=0: evaluation on the front (uWS) thread.',
+  ),
+  restEval(
+    (opts) => ({ VEXIL_EVAL_WORKERS: String(opts.poolWorkers) }),
+    'rest-pool',
+    'rest-eval with the Piscina evaluation pool (VEXIL_EVAL_WORKERS=--pool-workers, 2 by default); under ' +
+      'pinning the workers share CPU 0 with the front thread.',
+  ),
+  graphql(
+    'graphql-eval',
+    'POST /api/graphql with one aliased `evaluate(key:"bench-flag-0", userId:"u0", stage:"production", ' +
+      'context:{country:"NL"}) { key variant }` and a CanEvaluate key; "not available" when the build has no GraphQL.',
+    () => 1,
+  ),
+  graphql(
+    'graphql-batch',
+    'POST /api/graphql with --batch (100) aliased evaluations e<i> of bench-flag-<i> for user u0 in one query ' +
+      '(VEXIL_GRAPHQL_MAX_EVALUATIONS raised to the batch size); evals/s = req/s × batch.',
+    (opts) => opts.batch,
+  ),
+  {
+    ...restEval(
+      () => ({}),
+      'mixed',
+      'rest-eval load plus an admin writer in the runner: --write-rate (20) config upserts/s of bench-flag-0 ' +
+        '(POST /api/flags/bench-flag-0/configs with the admin key, alternating defaultVariantKey). Reports the ' +
+        'evaluation req/s and the writes\' latency and errors.',
+    ),
+    paced: false,
+    background: (ctx) => configWriter(ctx, ctx.opts.writeRate),
   },
 ];
