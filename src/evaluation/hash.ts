@@ -73,23 +73,14 @@ function hashScratch(len: number, seed: number): number {
   const blocks = len & ~3;
   let i = 0;
   for (; i < blocks; i += 4) {
-    let k = buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16) | (buf[i + 3] << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16) | (buf[i + 3] << 24));
   }
   const rem = len & 3;
   if (rem !== 0) {
     let k = buf[i];
     if (rem > 1) k |= buf[i + 1] << 8;
     if (rem > 2) k |= buf[i + 2] << 16;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= scramble(k);
   }
   return fmix(h, len);
 }
@@ -124,13 +115,7 @@ export function murmur3(input: string, seed: number): number {
     const c2 = input.charCodeAt(i + 2);
     const c3 = input.charCodeAt(i + 3);
     if ((c0 | c1 | c2 | c3) >= 0x80) return murmur3Utf8(input, seed);
-    let k = c0 | (c1 << 8) | (c2 << 16) | (c3 << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, c0 | (c1 << 8) | (c2 << 16) | (c3 << 24));
   }
   const rem = len & 3;
   if (rem !== 0) {
@@ -138,20 +123,21 @@ export function murmur3(input: string, seed: number): number {
     const t1 = rem > 1 ? input.charCodeAt(i + 1) : 0;
     const t2 = rem > 2 ? input.charCodeAt(i + 2) : 0;
     if ((t0 | t1 | t2) >= 0x80) return murmur3Utf8(input, seed);
-    let k = t0 | (t1 << 8) | (t2 << 16);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= scramble(t0 | (t1 << 8) | (t2 << 16));
   }
   return fmix(h, len);
 }
 
-function mixBlock(h: number, k: number): number {
+/** MurmurHash3's scramble of one (possibly partial) 4-byte block. Small enough for V8 to inline. */
+function scramble(k: number): number {
   k = Math.imul(k, C1);
   k = (k << 15) | (k >>> 17);
-  k = Math.imul(k, C2);
-  h ^= k;
+  return Math.imul(k, C2);
+}
+
+/** One full 4-byte block into the running hash. */
+function mixBlock(h: number, k: number): number {
+  h ^= scramble(k);
   h = (h << 13) | (h >>> 19);
   return (Math.imul(h, 5) + 0xe6546b64) | 0;
 }
@@ -192,12 +178,7 @@ function keyHash(flagName: string, userId: string, seed: number): number {
       n = 0;
     }
   }
-  if (n !== 0) {
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-  }
+  if (n !== 0) h ^= scramble(k);
   return fmix(h, la + 1 + lb);
 }
 
