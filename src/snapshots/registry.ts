@@ -82,23 +82,24 @@ export class SnapshotRegistry {
       await this.loadOrg(change.orgId, true);
       return;
     }
-    const flagName = t === 'settings' ? null : t.flag;
-    const [org, flag, configs] = await Promise.all([
-      getOrg(this.db, change.orgId),
-      flagName === null ? null : getFlag(this.db, change.orgId, flagName),
-      flagName === null ? [] : listConfigs(this.db, change.orgId, flagName),
-    ]);
-    if (org === null) {
-      this.snapshots.delete(change.orgId);
-      this.emit(change.orgId, null, 'all');
-      return;
-    }
-    if (flagName !== null) {
-      if (flag === null) current.flags.delete(flagName);
+    if (t === 'settings') {
+      const org = await getOrg(this.db, change.orgId);
+      if (org === null) {
+        this.snapshots.delete(change.orgId);
+        this.emit(change.orgId, null, 'all');
+        return;
+      }
+      // The row may already hold later settings; that is newer data, never older. The version
+      // claims only what this change guarantees.
+      current.org = { ...org, version: change.version };
+    } else {
+      // A contiguous flag change leaves the organization's settings as they are: no need to read
+      // its row again.
+      const [flag, configs] = await Promise.all([getFlag(this.db, change.orgId, t.flag), listConfigs(this.db, change.orgId, t.flag)]);
+      if (flag === null) current.flags.delete(t.flag);
       else current.flags.set(flag.name, compileFlag(flag, configs));
+      current.org = { ...current.org, version: change.version };
     }
-    // The org row may be newer than this change; never claim more than we applied.
-    current.org = { ...org, version: Math.max(current.org.version, change.version) };
     this.emit(change.orgId, current, t);
   }
 
