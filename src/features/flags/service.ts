@@ -102,7 +102,7 @@ function canonicalEnvironments(org: Organization, names: string[]): string[] {
  */
 async function checkDependencies(tx: Queryable, orgId: string, flagName: string, environments: string[], deps: FlagDependency[]): Promise<void> {
   if (deps.length === 0) return;
-  const all = new Map((await store.listFlags(tx, orgId)).map((f) => [f.name, f]));
+  const all = new Map((await store.dependencyGraph(tx, orgId, deps.map((d) => d.flag))).map((f) => [f.name, f]));
   for (const d of deps) {
     if (d.flag === flagName) throw badRequest(`Flag '${flagName}' cannot depend on itself`);
     const parent = all.get(d.flag);
@@ -127,11 +127,6 @@ async function checkDependencies(tx: Queryable, orgId: string, flagName: string,
     seen.add(n);
     stack.push(...edges(n));
   }
-}
-
-/** Flags that depend on `name`. */
-async function dependentsOf(tx: Queryable, orgId: string, name: string): Promise<Flag[]> {
-  return (await store.listFlags(tx, orgId)).filter((f) => f.dependencies.some((d) => d.flag === name));
 }
 
 const normaliseDeps = (deps: { flag: string; variants?: string[] | null }[] | undefined): FlagDependency[] =>
@@ -179,7 +174,7 @@ export async function updateFlag(rt: Runtime, auth: Authenticated, name: string,
         const gone = used.find((k) => !keys.has(k));
         if (gone !== undefined) throw conflict(`Variant '${gone}' is still used by the '${c.stage}' configuration`);
       }
-      for (const child of await dependentsOf(tx, p.orgId, name)) {
+      for (const child of await store.flagsDependingOn(tx, p.orgId, name)) {
         const dep = child.dependencies.find((d) => d.flag === name)!;
         const gone = (dep.variants ?? []).find((k) => !keys.has(k));
         if (gone !== undefined) throw conflict(`Variant '${gone}' is still required by dependent flag '${child.name}'`);
@@ -208,7 +203,7 @@ export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string)
   requirePermission(p, 'CanWrite');
   await writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
     await loadForWrite(tx, p, name);
-    const children = await dependentsOf(tx, p.orgId, name);
+    const children = await store.flagsDependingOn(tx, p.orgId, name);
     if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
     await store.deleteFlag(tx, p.orgId, name);
   });
@@ -225,7 +220,7 @@ export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, n
     const configs = await store.listConfigs(tx, p.orgId, name);
     const used = configs.find((c) => removed.includes(c.stage));
     if (used !== undefined) throw conflict(`Environment '${used.stage}' still has a configuration of flag '${name}'`);
-    for (const child of await dependentsOf(tx, p.orgId, name)) {
+    for (const child of await store.flagsDependingOn(tx, p.orgId, name)) {
       const lost = child.environments.find((e) => removed.includes(e));
       if (lost !== undefined) throw conflict(`Dependent flag '${child.name}' needs environment '${lost}'`);
     }

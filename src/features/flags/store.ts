@@ -98,6 +98,29 @@ export async function listFlags(q: Queryable, orgId: string): Promise<Flag[]> {
   return rows.map(toFlag);
 }
 
+/** Flags whose dependencies name `parent` (jsonb containment; no scan of the other flags' data). */
+export async function flagsDependingOn(q: Queryable, orgId: string, parent: string): Promise<Flag[]> {
+  const rows = await q.query<FlagRow>(
+    `select ${FLAG_COLUMNS} from flags where org_id = $1 and dependencies @> $2::jsonb order by name`,
+    [orgId, json([{ flag: parent }])],
+  );
+  return rows.map(toFlag);
+}
+
+/**
+ * What a dependency check needs: the named flags (the parents) and every flag that has
+ * dependencies of its own (the edges a cycle could run through). Flags without dependencies that
+ * are not named cannot be on a cycle.
+ */
+export async function dependencyGraph(q: Queryable, orgId: string, names: string[]): Promise<Flag[]> {
+  const rows = await q.query<FlagRow>(
+    `select ${FLAG_COLUMNS} from flags where org_id = $1
+       and (name in (select jsonb_array_elements_text($2::jsonb)) or dependencies <> '[]'::jsonb)`,
+    [orgId, json(names)],
+  );
+  return rows.map(toFlag);
+}
+
 export async function deleteFlag(q: Queryable, orgId: string, name: string): Promise<boolean> {
   const rows = await q.query(`delete from flags where org_id = $1 and name = $2 returning name`, [orgId, name]);
   return rows.length > 0;
