@@ -82,7 +82,7 @@ const Query: Record<string, Resolver> = {
   managementKeys: (_s, _a, ctx) => keys.listKeys(ctx.rt, authFor(ctx)),
 };
 
-const createdKey = (r: { id: string; key: string; record: keys.KeyView }) => ({ id: r.id, key: r.key, managementKey: r.record });
+const createdKey = (r: keys.IssuedKey) => ({ id: r.id, key: r.key, managementKey: r.record });
 
 const Mutation: Record<string, Resolver> = {
   createFlag: (_s, a, ctx, info) => flags.createFlag(ctx.rt, authFor(ctx), withVars(a.input, ctx, info)),
@@ -106,10 +106,7 @@ const Mutation: Record<string, Resolver> = {
   replaceApplications: (_s, a, ctx) => orgs.replaceList(ctx.rt, authFor(ctx), 'applications', a.applications),
   renameApplication: (_s, a, ctx) => orgs.renameInList(ctx.rt, authFor(ctx), 'applications', a.from, a.to),
   replaceKillSwitch: (_s, a, ctx) => orgs.replaceKillSwitch(ctx.rt, authFor(ctx), a.rules),
-  createManagementKey: async (_s, a, ctx) => {
-    const { key, ...record } = await keys.createKey(ctx.rt, authFor(ctx), a.input);
-    return { id: record.id, key, managementKey: record };
-  },
+  createManagementKey: async (_s, a, ctx) => createdKey(await keys.createKey(ctx.rt, authFor(ctx), a.input)),
   rotateManagementKey: async (_s, a, ctx) => createdKey(await keys.rotateKey(ctx.rt, authFor(ctx), str(a.id))),
   disableManagementKey: (_s, a, ctx) => keys.disableKey(ctx.rt, authFor(ctx), str(a.id)),
   deleteManagementKey: async (_s, a, ctx) => {

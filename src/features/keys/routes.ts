@@ -15,8 +15,9 @@ export function keyRoutes(rt: Runtime): Route[] {
         const a = await auth(inc.managementKey);
         // CONTRACT.md 4: the 201 body is exactly {id, name, key, permissions, application,
         // environment, disabled, createdAt}; a new key has no rotatedAt to report.
-        const { rotatedAt: _rotatedAt, ...created } = await keys.createKey(rt, a, jsonObjectBody(inc));
-        return { status: 201, body: created };
+        const { key, record } = await keys.createKey(rt, a, jsonObjectBody(inc));
+        const { rotatedAt: _rotatedAt, ...created } = record;
+        return { status: 201, body: { ...created, key } };
       },
     },
     {

@@ -20,6 +20,13 @@ export type KeyView = Omit<ManagementKey, 'orgId'>;
 
 export const keyView = ({ orgId: _org, ...rest }: ManagementKey): KeyView => rest;
 
+/** A key just created or rotated: its value, shown this once, and its record. */
+export interface IssuedKey {
+  id: string;
+  key: string;
+  record: KeyView;
+}
+
 function forget(rt: Runtime, orgId: string, keyId: string): void {
   rt.keys.invalidateKey(keyId);
   rt.bus.publish({ kind: 'key', orgId, keyId });
@@ -30,7 +37,7 @@ export function listKeys(rt: Runtime, auth: Authenticated): Promise<KeyView[]> {
   return store.listKeys(rt.db, auth.principal.orgId).then((keys) => keys.map(keyView));
 }
 
-export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown): Promise<KeyView & { key: string }> {
+export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown): Promise<IssuedKey> {
   requireAdmin(auth.principal);
   const input = parseCreateKey(raw);
   if (input.permissions.includes('Admin') && (input.application !== null || input.environment !== null)) {
@@ -52,12 +59,12 @@ export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown):
       hashKey(value),
     );
   });
-  return { ...keyView(key), key: value };
+  return { id: key.id, key: value, record: keyView(key) };
 }
 
 const keyNotFound = (id: string) => notFound(`Management key '${id}' not found`);
 
-export async function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise<{ id: string; key: string; record: KeyView }> {
+export async function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise<IssuedKey> {
   requireAdmin(auth.principal);
   const value = generateKeyValue();
   const key = await store.rotateKeyHash(rt.db, auth.principal.orgId, id, hashKey(value));
