@@ -43,6 +43,8 @@ export class EvalPool {
   private readonly channel: BroadcastChannel;
   private pending: Pending[] = [];
   private scheduled = false;
+  /** Items handed to the workers so far (tests and diagnostics). */
+  itemsSent = 0;
 
   constructor(
     private readonly registry: SnapshotRegistry,
@@ -121,6 +123,7 @@ export class EvalPool {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
+    this.itemsSent += batch.length;
     this.pool.run({ nowMs: Date.now(), items: batch.map((p) => p.item) }).then(
       (outcomes: EvalOutcome[]) => {
         for (let i = 0; i < batch.length; i++) {

@@ -16,7 +16,9 @@ t.test('pool evaluations match front-thread evaluations and read their writes', 
 
   // Many concurrent requests travel in batches; each answer matches the inline engine.
   const users = Array.from({ length: 200 }, (_, i) => `user-${i}`);
+  const sentBefore = pooled.node.runtime.pool!.itemsSent;
   const answers = await Promise.all(users.map((u) => evaluate(pooled, ek, 'p', { userId: u, stage: 'production', context: { plan: 'pro' } }, true)));
+  t.equal(pooled.node.runtime.pool!.itemsSent - sentBefore, users.length, 'every evaluation went through the workers');
   const { evaluateForKey } = await import('../../src/features/evaluation/service.js');
   const { authenticate } = await import('../../src/auth/authenticate.js');
   const auth = await authenticate(pooled.node.runtime, ek, () => 'eval');
@@ -70,7 +72,9 @@ t.test('evaluation-only GraphQL documents run in the workers and answer as the f
   const query = `query Batch($ctx: Any) { ${fields.join(' ')} }`;
   const ask = (n: typeof pooled, key: string) =>
     n.req('POST', '/api/graphql', { key, body: { query, variables: { ctx: { plan: 'pro' } } } });
+  const sentBefore = pooled.node.runtime.pool!.itemsSent;
   const [a, b] = await Promise.all([ask(pooled, keys[0]), ask(inline, keys[1])]);
+  t.equal(pooled.node.runtime.pool!.itemsSent - sentBefore, 1, 'the document ran in a worker, as one item');
   t.equal(a.status, 200);
   t.notOk(a.body.errors, 'no errors');
   t.same(a.body.data, b.body.data, 'the worker answers exactly what the front thread answers');
