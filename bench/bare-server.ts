@@ -12,7 +12,15 @@
  * Prints `listening <port>` on stdout when ready (port 0 picks a free port).
  */
 import { createHash } from 'node:crypto';
-import uWS from 'uWebSockets.js';
+import { loadNativeUws, type us_socket } from '../src/http/uws.js';
+
+// The baseline is the native uWebSockets.js that Vexil itself loads; never a fallback.
+const loaded = loadNativeUws();
+if (!loaded.ok) {
+  console.error(`bare-server: no native uWebSockets.js binary loads here (${loaded.reasons.join('; ')}); refusing to measure`);
+  process.exit(2);
+}
+const uWS = loaded.module;
 
 /** The key the harness uses against the bare server when none is given. */
 const DEFAULT_BARE_KEY = 'b'.repeat(64);
@@ -114,7 +122,7 @@ function main(): void {
       console.error(`bare-server: cannot listen on ${host}:${port}`);
       process.exit(1);
     }
-    const actual = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
+    const actual = uWS.us_socket_local_port(listenSocket as unknown as us_socket);
     process.stdout.write(`listening ${actual}\n`);
     const stop = (): void => {
       uWS.us_listen_socket_close(listenSocket);

@@ -6,12 +6,14 @@
  *   npm run build && node dist/bench/graphql-cache.js [--iterations 20000]
  */
 import { GraphQLExecutor } from '../src/graphql/execute.js';
-import { buildSnapshot } from '../src/evaluation/index.js';
+import { evaluationEnv } from '../src/graphql/resolvers.js';
+import { buildSnapshot } from '../src/engine/index.js';
 import { evaluateForKey } from '../src/features/evaluation/service.js';
 import { RateLimiter } from '../src/ratelimit/token-bucket.js';
 import type { Authenticated } from '../src/auth/authenticate.js';
 import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
 import { createLogger } from '../src/util/log.js';
+import { graphqlBatchQuery } from './scenarios.js';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,15 +33,19 @@ const config: FlagConfig = {
   rules: [{ id: 'nl', priority: 1, conditions: [{ field: 'country', operator: '==', value: 'NL' }], allocations: [{ variantKey: 'on', percentage: 100 }] }],
   activeFrom: null, activeUntil: null, enrollmentCutoff: null,
 };
-const snapshot = buildSnapshot(org, [flag], new Map([['checkout', [config]]]));
+// `checkout` and bench-flag-0…99 (the HTTP bench's 100-alias document, bench/scenarios.ts).
+const benchFlags = Array.from({ length: 100 }, (_, i): Flag => ({ ...flag, name: `bench-flag-${i}` }));
+const snapshot = buildSnapshot(org, [flag, ...benchFlags], new Map([['checkout', [config]], ...benchFlags.map((f) => [f.name, [config]] as [string, FlagConfig[]])]));
 const auth: Authenticated = {
-  principal: { keyId: 'k1', orgId: 'o1', permissions: new Set(['CanEvaluate']), application: 'default', environment: null },
+  principal: { keyId: 'k1', keyName: 'bench', orgId: 'o1', permissions: new Set(['CanEvaluate']), application: 'default', environment: null },
   snapshot,
 };
 const rt = {
   limiter: new RateLimiter({ eval: 1e12, mgmt: 1e12 }),
   snapshots: { peek: () => snapshot },
   now: Date.now,
+  evalCounts: { count: () => {} },
+  pool: null,
 } as never;
 
 const executor = new GraphQLExecutor(createLogger('silent'), { maxDepth: 15, maxEvaluations: 100 });
@@ -68,3 +74,16 @@ const uncached = await measure('GraphQL evaluate, uncached (parse+validate+jit)'
 const input = { userId: 'user-1', stage: 'production', clientId: null, context: { country: 'NL' } };
 await measure('service call only (what REST runs)', () => evaluateForKey(auth, 'checkout', input, Date.now()), iterations);
 console.log(`uncached / cached: ${(uncached / cached).toFixed(0)}x`);
+
+// The 100-alias batch: the evaluation plan (plan.ts) against graphql-jit on the same prepared document.
+const batchQuery = graphqlBatchQuery(100, 100);
+const batch = executor.prepare(batchQuery, null);
+if (!batch.ok || batch.plan === null) throw new Error('the 100-alias document has no plan');
+const ctx = { env: evaluationEnv(rt), rt, auth, deferredAny: false };
+const a = await executor.run(batch, ctx, null);
+const b = await executor.runGeneric(batch, ctx, null);
+if (a !== b) throw new Error(`plan and graphql-jit differ:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
+const n = Math.max(200, Math.floor(iterations / 10));
+const jit = await measure('100-alias document, graphql-jit', () => executor.runGeneric(batch, ctx, null), n);
+const planned = await measure('100-alias document, evaluation plan', () => executor.run(batch, ctx, null), n);
+console.log(`evaluations/s on this thread: graphql-jit ${(100e6 / jit).toFixed(0)}, plan ${(100e6 / planned).toFixed(0)} (${(jit / planned).toFixed(2)}x)`);

@@ -97,6 +97,8 @@ export interface ServiceOptions {
   cluster?: { databaseUrl: string; natsUrl: string };
   label?: string;
   startupTimeoutSec?: number;
+  /** Measure the node:http fallback front (only the explicit front comparison does). */
+  allowFallbackFront?: boolean;
 }
 
 let templateDir: string | undefined;
@@ -145,6 +147,14 @@ export function workersLabel(opts: HarnessOptions, env: Record<string, string> =
 }
 
 /** One `node dist/src/main.js`; single node on a copy of the template unless told otherwise. */
+/** `npm run bench` measures the native front only: a figure from the node:http fallback would mislead. */
+async function refuseFallbackFront(target: ServiceTarget, label: string, allowed: boolean): Promise<void> {
+  const health = (await (await fetch(`${target.baseUrl}/healthz`)).json()) as { http?: string };
+  if (health.http === 'uws' || allowed) return;
+  await target.stop();
+  throw new Error(`${label} runs on the '${String(health.http)}' HTTP front, not native uWebSockets.js: refusing to measure it`);
+}
+
 export async function startService(opts: HarnessOptions, adminKey: string, so: ServiceOptions = {}): Promise<ServiceTarget> {
   if (!existsSync(opts.servicePath)) {
     throw new Error(`service entry point ${opts.servicePath} does not exist: build the service first (npm run build)`);
@@ -156,6 +166,7 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
   // A benchmark of the embedded default unless a cluster is asked for: never pick up CI's PostgreSQL or NATS.
   delete env.DATABASE_URL;
   delete env.NATS_URL;
+  delete env.VEXIL_HTTP_FRONT;
   Object.assign(env, {
     HOST: '127.0.0.1',
     PORT: String(port),
@@ -222,7 +233,10 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
         signal: AbortSignal.timeout(2000),
       });
       await r.arrayBuffer();
-      if (r.status !== 503) return target;
+      if (r.status !== 503) {
+        await refuseFallbackFront(target, label, so.allowFallbackFront === true);
+        return target;
+      }
       last = `HTTP ${r.status}`;
     } catch (err) {
       last = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);

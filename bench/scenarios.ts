@@ -100,6 +100,8 @@ export interface Scenario {
   paced?: boolean;
   /** Runs in the runner during the measured window (the mixed scenario's admin writer). */
   background?: (ctx: ScenarioContext) => Background;
+  /** Runs on the node:http fallback front on purpose (the front comparison); every other scenario refuses it. */
+  fallbackFront?: boolean;
 }
 
 /** Thrown by a scenario's setup when what it measures does not exist in this build. */
@@ -249,10 +251,10 @@ async function requireGraphql(ctx: ScenarioContext): Promise<void> {
   if (r.status === 404 || r.status === 405) throw new NotAvailable(`POST /api/graphql answered ${r.status}`);
 }
 
-const graphql = (name: string, description: string, size: (opts: HarnessOptions) => number): Scenario => ({
+const graphql = (name: string, description: string, size: (opts: HarnessOptions) => number, extraEnv: Record<string, string> = {}): Scenario => ({
   name,
   description,
-  env: (opts) => ({ VEXIL_GRAPHQL_MAX_EVALUATIONS: String(Math.max(100, opts.batch)) }),
+  env: (opts) => ({ VEXIL_GRAPHQL_MAX_EVALUATIONS: String(Math.max(100, opts.batch)), ...extraEnv }),
   evaluationsPerRequest: size,
   async setup(ctx) {
     await requireGraphql(ctx);
@@ -348,6 +350,104 @@ export function configWriter(ctx: ScenarioContext, rate: number, flag = 'bench-f
   };
 }
 
+
+// ---- OFREP (CONTRACT 9) ------------------------------------------------------------------------
+
+/** The OFREP single evaluation of bench-flag-0: the same user, stage and context as EVAL_BODY. */
+export const OFREP_BODY = '{"context":{"targetingKey":"u1","stage":"production","country":"NL"}}';
+/** Flags of the ofrep-bulk scenario (the issue's 50). */
+export const OFREP_BULK_FLAGS = 50;
+
+function expectOfrepOn(text: string): string | undefined {
+  try {
+    const r = JSON.parse(text) as { value?: unknown; variant?: unknown; reason?: unknown };
+    if (r.value === true && r.variant === 'on' && r.reason === 'TARGETING_MATCH') return undefined;
+  } catch {
+    /* fall through */
+  }
+  return `expected {"value":true,"variant":"on","reason":"TARGETING_MATCH",…}, got ${text.slice(0, 300)}`;
+}
+
+function expectOfrepBulk(n: number): (text: string) => string | undefined {
+  return (text) => {
+    try {
+      const r = JSON.parse(text) as { flags?: { value?: unknown }[] };
+      if (r.flags?.length === n && r.flags.every((f) => f.value === true)) return undefined;
+    } catch {
+      /* fall through */
+    }
+    return `expected ${n} flags all true, got ${text.slice(0, 300)}`;
+  };
+}
+
+const ofrepBulkRequest = (key: string, extra: Record<string, string> = {}): LoadRequest => ({
+  method: 'POST',
+  path: '/ofrep/v1/evaluate/flags',
+  headers: { 'content-type': 'application/json', 'x-management-key': key, ...extra },
+  body: OFREP_BODY,
+  expectStatus: 200,
+  checkBody: expectOfrepBulk(OFREP_BULK_FLAGS),
+});
+
+const ofrepBulkSetup = async (ctx: ScenarioContext): Promise<void> => {
+  ctx.state.evalKey = await createEvalKey(ctx);
+  await seedBooleanFlags(ctx, Math.max(OFREP_BULK_FLAGS, ctx.opts.flags));
+  if (ctx.opts.flags > OFREP_BULK_FLAGS) throw new NotAvailable(`ofrep-bulk needs --flags ≤ ${OFREP_BULK_FLAGS}`);
+};
+
+export const OFREP_SCENARIOS: Scenario[] = [
+  {
+    name: 'ofrep-eval',
+    description:
+      'POST /ofrep/v1/evaluate/flags/bench-flag-0 (OFREP single evaluation) with the same key, user, stage and ' +
+      'context as rest-eval; answer {"key":"bench-flag-0","value":true,"variant":"on","reason":"TARGETING_MATCH",…}. ' +
+      'VEXIL_EVAL_WORKERS=0, as rest-front: compare the two rows.',
+    env: { VEXIL_EVAL_WORKERS: '0' },
+    async setup(ctx) {
+      ctx.state.evalKey = await createEvalKey(ctx);
+      await seedBooleanFlags(ctx, ctx.opts.flags);
+    },
+    request: (ctx) => ({
+      method: 'POST',
+      path: '/ofrep/v1/evaluate/flags/bench-flag-0',
+      headers: { 'content-type': 'application/json', 'x-management-key': String(ctx.state.evalKey) },
+      body: OFREP_BODY,
+      expectStatus: 200,
+      checkBody: expectOfrepOn,
+    }),
+  },
+  {
+    name: 'ofrep-bulk',
+    description:
+      `POST /ofrep/v1/evaluate/flags (OFREP bulk) over ${OFREP_BULK_FLAGS} seeded flags, all matching; ` +
+      `evals/s = req/s × ${OFREP_BULK_FLAGS}. Front thread (bulk always evaluates there).`,
+    env: { VEXIL_EVAL_WORKERS: '0' },
+    evaluationsPerRequest: () => OFREP_BULK_FLAGS,
+    setup: ofrepBulkSetup,
+    request: (ctx) => ofrepBulkRequest(String(ctx.state.evalKey)),
+  },
+  {
+    name: 'ofrep-304',
+    description:
+      'ofrep-bulk with If-None-Match set to the current ETag: 304, no body, nothing evaluated. ' +
+      '"not available" when the node does not answer 304 (a front that does not pass If-None-Match).',
+    env: { VEXIL_EVAL_WORKERS: '0' },
+    async setup(ctx) {
+      await ofrepBulkSetup(ctx);
+      const key = String(ctx.state.evalKey);
+      const first = await fetch(`${ctx.baseUrl}/ofrep/v1/evaluate/flags`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-management-key': key }, body: OFREP_BODY });
+      await first.arrayBuffer();
+      const etag = first.headers.get('etag');
+      if (etag === null) throw new NotAvailable('the bulk answer has no ETag');
+      const again = await fetch(`${ctx.baseUrl}/ofrep/v1/evaluate/flags`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-management-key': key, 'if-none-match': etag }, body: OFREP_BODY });
+      await again.arrayBuffer();
+      if (again.status !== 304) throw new NotAvailable(`If-None-Match with the current ETag answered ${again.status}, not 304`);
+      ctx.state.etag = etag;
+    },
+    request: (ctx) => ({ ...ofrepBulkRequest(String(ctx.state.evalKey), { 'if-none-match': String(ctx.state.etag) }), expectStatus: 304, checkBody: (text) => (text === '' ? undefined : `a 304 with a body: ${text.slice(0, 100)}`) }),
+  },
+];
+
 export const SCENARIOS: Scenario[] = [
   restEval(
     () => ({}),
@@ -362,11 +462,27 @@ export const SCENARIOS: Scenario[] = [
     'rest-front',
     'rest-eval with VEXIL_EVAL_WORKERS=0: evaluation on the front (uWS) thread.',
   ),
+  {
+    ...restEval(
+      () => ({ VEXIL_EVAL_WORKERS: '0', VEXIL_HTTP_FRONT: 'node' }),
+      'rest-node-front',
+      'rest-front on the node:http fallback front (VEXIL_HTTP_FRONT=node), which serves platforms where no native ' +
+        'uWebSockets.js binary loads; compare with rest-front for the README\'s Requirements table.',
+    ),
+    paced: false,
+    fallbackFront: true,
+  },
   restEval(
     (opts) => ({ VEXIL_EVAL_WORKERS: String(opts.poolWorkers) }),
     'rest-pool',
     'rest-eval with the Piscina evaluation pool (VEXIL_EVAL_WORKERS=--pool-workers, 2 by default); under ' +
       'pinning the workers share CPU 0 with the front thread.',
+  ),
+  restEval(
+    () => ({ VEXIL_EVAL_WORKERS: '0', VEXIL_METRICS: '0' }),
+    'rest-metrics-off',
+    'rest-front with VEXIL_METRICS=0 (no /metrics, no per-request observation): the baseline of the metrics cost; ' +
+      'compare with rest-front (metrics on) in the same run.',
   ),
   graphql(
     'graphql-eval',
@@ -380,6 +496,13 @@ export const SCENARIOS: Scenario[] = [
       '(VEXIL_GRAPHQL_MAX_EVALUATIONS raised to the batch size); evals/s = req/s × batch.',
     (opts) => opts.batch,
   ),
+  graphql(
+    'graphql-batch-front',
+    'graphql-batch with VEXIL_EVAL_WORKERS=0: the same documents on the front thread only (the baseline of ' +
+      'the pool\'s "never slower" target).',
+    (opts) => opts.batch,
+    { VEXIL_EVAL_WORKERS: '0' },
+  ),
   {
     ...restEval(
       () => ({}),
@@ -391,4 +514,5 @@ export const SCENARIOS: Scenario[] = [
     paced: false,
     background: (ctx) => configWriter(ctx, ctx.opts.writeRate),
   },
+  ...OFREP_SCENARIOS,
 ];

@@ -1,5 +1,5 @@
 /**
- * Snapshot build benchmark: how long `buildSnapshot` (dist/src/evaluation) takes for N flags and
+ * Snapshot build benchmark: how long `buildSnapshot` (dist/src/engine) takes for N flags and
  * how much memory the finished snapshot holds. Run with --expose-gc, alone in its process:
  *
  *   node --expose-gc dist/bench/snapshot-build.js [--flags 100000] [--runs 3]
@@ -21,7 +21,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
-import { buildSnapshot, type OrgSnapshot } from '../src/evaluation/index.js';
+import { buildSnapshot, type OrgSnapshot } from '../src/engine/index.js';
 
 export interface SnapshotBuildResult {
   flags: number;

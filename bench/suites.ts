@@ -27,6 +27,9 @@ import {
 import { peakRssMiB } from './proc.js';
 import { EVAL_BODY, benchConfig, createEvalKey, restEvalRequest, type HarnessOptions } from './scenarios.js';
 import type { SeedResult } from './seed.js';
+import { abuse } from './abuse.js';
+import { paired } from './paired.js';
+import { snapshotMemory } from './snapshot-memory.js';
 import type { SnapshotBuildResult } from './snapshot-build.js';
 
 /** What a custom scenario gets from the runner. */
@@ -180,7 +183,7 @@ export const flagsScaling: CustomScenario = {
 export const snapshotBuild: CustomScenario = {
   name: 'snapshot',
   description:
-    'buildSnapshot (dist/src/evaluation) of --snapshot-flags (100000) flags, each with one config with one rule, in a child ' +
+    'buildSnapshot (dist/src/engine) of --snapshot-flags (100000) flags, each with one config with one rule, in a child ' +
     'with --expose-gc: cold and warm build time, heapUsed held by the snapshot after GC (its Flag/FlagConfig objects included), ' +
     'RSS growth; plus the service\'s own start-up `snapshots loaded` time on a database with that many flags.',
   async run(rc) {
@@ -386,4 +389,4 @@ export const propagation: CustomScenario = {
   },
 };
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired];

@@ -3,30 +3,65 @@
  * value stops the node with a message naming the variable, rather than surfacing under load.
  */
 import { randomBytes } from 'node:crypto';
-import { cpus, hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 
 const intIn = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** `NATS_URL`: one or more comma-separated server URLs; credentials may sit in the userinfo. */
+function natsUrlsValid(value: string): boolean {
+  return value.split(',').every((u) => {
+    try {
+      return ['nats:', 'tls:', 'ws:', 'wss:'].includes(new URL(u.trim()).protocol);
+    } catch {
+      return false;
+    }
+  });
+}
 
 const schema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: intIn(0, 65535).default(8080),
   VEXIL_DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  NATS_URL: z.string().min(1).optional(),
+  NATS_URL: z
+    .string()
+    .min(1)
+    .refine(natsUrlsValid, 'must be nats://, tls://, ws:// or wss:// URLs (comma-separated), optionally with user:pass@ or token@')
+    .optional(),
   VEXIL_BOOTSTRAP_ADMIN_KEY: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters').optional(),
   VEXIL_OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   VEXIL_RATE_LIMIT_EVAL: z.coerce.number().positive().default(10_000),
   VEXIL_RATE_LIMIT_MGMT: z.coerce.number().positive().default(100),
   VEXIL_GRAPHQL_MAX_DEPTH: intIn(1, 1000).default(15),
   VEXIL_GRAPHQL_MAX_EVALUATIONS: intIn(1, 100_000).default(100),
-  VEXIL_EVAL_WORKERS: intIn(0, 256).default(cpus().length),
+  VEXIL_GRAPHQL_MAX_FIELDS: intIn(1, 1_000_000).default(1000),
+  VEXIL_CONTEXT_MAX_DEPTH: intIn(1, 10_000).default(32),
+  VEXIL_CONTEXT_MAX_VALUES: intIn(1, 10_000_000).default(10_000),
+  VEXIL_RATE_LIMIT_AUTH_FAILURES: z.coerce.number().positive().default(50),
+  VEXIL_NATS_CREDS: z.string().min(1).optional(),
+  // The cores this process may run on (sched affinity: `taskset -c 0` gives 1), not every core of the machine.
+  VEXIL_EVAL_WORKERS: intIn(0, 256).default(availableParallelism()),
+  VEXIL_EVAL_QUEUE_MAX: intIn(1, 10_000_000).default(10_000),
+  VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
+  VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
   VEXIL_SYNC_POLL_MS: intIn(50, 600_000).default(1000),
   VEXIL_SYNC_SAFETY_POLL_MS: intIn(100, 3_600_000).default(15_000),
   VEXIL_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only').optional(),
-  VEXIL_ALLOW_UWS_FALLBACK: z.enum(['0', '1', 'true', 'false']).default('0'),
+  VEXIL_REQUIRE_NATIVE_HTTP: z.enum(['0', '1', 'true', 'false']).default('0'),
+  VEXIL_HTTP_FRONT: z.enum(['auto', 'node']).default('auto'),
+  VEXIL_SHUTDOWN_GRACE_MS: intIn(0, 600_000).default(10_000),
+  // Origins a browser may call the OFREP routes from: `*`, or a comma-separated list of scheme://host[:port].
+  VEXIL_CORS_ORIGINS: z
+    .string()
+    .transform((s) => s.split(',').map((o) => o.trim()).filter((o) => o !== ''))
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/?#\s]+$/.test(o)), 'must be * or comma-separated origins such as https://app.example.com (no path)')
+    .optional(),
+  VEXIL_PUBLIC_URL: z.string().regex(/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/, 'must be an absolute http(s) URL without query').optional(),
   VEXIL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  VEXIL_METRICS: z.enum(['0', '1', 'true', 'false']).default('1'),
+  VEXIL_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 export interface Config {
@@ -41,14 +76,41 @@ export interface Config {
   rateLimitMgmt: number;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
+  /** Field selections per GraphQL operation, fragments expanded (CONTRACT.md 8). */
+  graphqlMaxFields: number;
+  /** Evaluation context size limits (CONTRACT.md 8). */
+  contextLimits: { maxDepth: number; maxValues: number };
+  /** Failed authentications per second per client address (burst: 1 s worth). */
+  rateLimitAuthFailures: number;
+  /** A NATS `.creds` file (JWT + NKey seed), or null. */
+  natsCreds: string | null;
   evalWorkers: number;
+  /** Evaluations handed to the pool and not yet answered, past which requests get 503 (CONTRACT.md 8). */
+  evalQueueMax: number;
+  /** Who decides between the front thread and the pool per request (src/pool/handoff.ts). */
+  evalHandoff: 'auto' | 'always' | 'never';
+  /** Compiled flags each evaluation worker keeps (docs/snapshots.md); 0 compiles on every use. */
+  workerFlagCache: number;
   keyCacheTtlMs: number;
   /** PostgreSQL version poll while the cluster bus is down, and while it is up (safety net). */
   syncPollMs: number;
   syncSafetyPollMs: number;
   nodeId: string;
-  allowUwsFallback: boolean;
+  /** Refuse to start on the node:http fallback front. */
+  requireNativeHttp: boolean;
+  /** `node` forces the node:http front (tests, comparisons); `auto` prefers native uWebSockets.js. */
+  httpFront: 'auto' | 'node';
+  /** Time in-flight requests get after SIGTERM/SIGINT (CONTRACT.md 8). */
+  shutdownGraceMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** `GET /metrics` and the per-request metrics (off: only to measure their cost). */
+  metrics: boolean;
+  /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** Base URL clients reach this service at (OFREP event-stream URLs); null: from the request's Host. */
+  publicUrl: string | null;
+  /** VEXIL_CORS_ORIGINS: origins allowed to call the OFREP routes from a browser (`*`: any); empty: none. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {}
@@ -74,12 +136,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitMgmt: e.VEXIL_RATE_LIMIT_MGMT,
     graphqlMaxDepth: e.VEXIL_GRAPHQL_MAX_DEPTH,
     graphqlMaxEvaluations: e.VEXIL_GRAPHQL_MAX_EVALUATIONS,
+    graphqlMaxFields: e.VEXIL_GRAPHQL_MAX_FIELDS,
+    contextLimits: { maxDepth: e.VEXIL_CONTEXT_MAX_DEPTH, maxValues: e.VEXIL_CONTEXT_MAX_VALUES },
+    rateLimitAuthFailures: e.VEXIL_RATE_LIMIT_AUTH_FAILURES,
+    natsCreds: e.VEXIL_NATS_CREDS ?? null,
     evalWorkers: e.VEXIL_EVAL_WORKERS,
+    evalQueueMax: e.VEXIL_EVAL_QUEUE_MAX,
+    evalHandoff: e.VEXIL_EVAL_HANDOFF,
+    workerFlagCache: e.VEXIL_WORKER_FLAG_CACHE,
     keyCacheTtlMs: e.VEXIL_KEY_CACHE_TTL_MS,
     syncPollMs: e.VEXIL_SYNC_POLL_MS,
     syncSafetyPollMs: e.VEXIL_SYNC_SAFETY_POLL_MS,
     nodeId: e.VEXIL_NODE_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
-    allowUwsFallback: e.VEXIL_ALLOW_UWS_FALLBACK === '1' || e.VEXIL_ALLOW_UWS_FALLBACK === 'true',
+    requireNativeHttp: e.VEXIL_REQUIRE_NATIVE_HTTP === '1' || e.VEXIL_REQUIRE_NATIVE_HTTP === 'true',
+    httpFront: e.VEXIL_HTTP_FRONT,
+    shutdownGraceMs: e.VEXIL_SHUTDOWN_GRACE_MS,
     logLevel: e.VEXIL_LOG_LEVEL,
+    metrics: e.VEXIL_METRICS === '1' || e.VEXIL_METRICS === 'true',
+    metricsToken: e.VEXIL_METRICS_TOKEN ?? null,
+    publicUrl: e.VEXIL_PUBLIC_URL?.replace(/\/+$/, '') ?? null,
+    corsOrigins: e.VEXIL_CORS_ORIGINS ?? [],
   };
 }

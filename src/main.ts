@@ -1,6 +1,10 @@
 /** `npm start`: one node from the environment's settings (CONTRACT.md 1). */
 import { ConfigError, loadConfig } from './config.js';
 import { startNode } from './node.js';
+import { createLogger } from './util/log.js';
+
+/** Lines of the process itself (start-up failures, signals): JSON like every other log line. */
+const processLog = (level: Parameters<typeof createLogger>[0]) => createLogger(level).child({ component: 'main' });
 
 async function main(): Promise<void> {
   let config;
@@ -8,11 +12,12 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`vexil: ${err.message}\n`);
+      processLog('info').error(err.message);
       process.exit(2);
     }
     throw err;
   }
+  const log = processLog(config.logLevel);
   const node = await startNode(config);
   if (node.generatedAdminKey !== null) {
     // Printed once, on first start only (CONTRACT.md 2); never logged.
@@ -25,7 +30,7 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`vexil: ${signal}, shutting down\n`);
+    log.info('signal received, shutting down', { signal });
     node.close().then(
       () => process.exit(0),
       () => process.exit(1),
@@ -36,6 +41,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`vexil: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  processLog('info').error('failed to start', { err });
   process.exit(1);
 });

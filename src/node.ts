@@ -2,24 +2,39 @@
  * One Vexil node: storage, migrations, bootstrap, in-memory state and the HTTP front, wired once.
  * `startNode` is what `main.ts` runs and what the tests start (several per process if they like).
  *
- * A request's path: uWS socket → http/exchange.ts (headers, body) → a feature's routes.ts
- * (auth/authenticate.ts, then the feature's service.ts) → the evaluation engine or the store.
+ * A request's path: the HTTP front (http/uws-front.ts, or http/node-front.ts where no native
+ * uWebSockets.js binary loads) → http/exchange.ts (runs the route, writes the answer) → a feature's
+ * routes.ts (auth/authenticate.ts, then the feature's service.ts) → the evaluation engine or the store.
  */
+import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
+import { projectPath } from './util/paths.js';
 import { KeyCache } from './auth/key-cache.js';
+import { AuthFailureBudget } from './auth/auth-failures.js';
 import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
 import { Membership } from './cluster/membership.js';
 import { bootstrap } from './features/organizations/bootstrap.js';
-import { orgVersions } from './features/organizations/store.js';
+import { getOrg, orgVersions } from './features/organizations/store.js';
+import { getFlag, listConfigs, listFlags, listOrgConfigs } from './features/flags/store.js';
+import { findKeyByHash } from './features/keys/store.js';
+import { auditRoutes } from './features/audit/routes.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { flagRoutes } from './features/flags/routes.js';
 import { graphqlRoutes } from './graphql/routes.js';
 import { keyRoutes } from './features/keys/routes.js';
 import { operatorRoutes } from './features/operator/routes.js';
-import { mount, type Route } from './http/router.js';
-import { assertNativeUws, uws, type us_listen_socket } from './http/uws.js';
+import { ofrepRoutes } from './features/ofrep/routes.js';
+import { uiRoutes } from './features/ui/routes.js';
+import { ExchangeContext } from './http/exchange.js';
+import { createFront, type FrontInfo } from './http/front.js';
+import type { Route } from './http/router.js';
+import { DbHealth } from './ops/db-health.js';
+import { EvalCounts } from './ops/eval-counts.js';
+import { NodeMetrics } from './ops/metrics.js';
+import { opsRoutes } from './ops/routes.js';
+import { openApiRoute } from './openapi/document.js';
 import { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
@@ -30,10 +45,16 @@ import { openPGlite } from './storage/pglite.js';
 import { openPostgres } from './storage/postgres.js';
 import { createLogger, type Logger } from './util/log.js';
 
+const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;
+
 export interface VexilNode {
   port: number;
   url: string;
   runtime: Runtime;
+  /** Which HTTP front serves this node. */
+  front: FrontInfo;
+  /** Every route this node serves (its route tables). */
+  routes: readonly Route[];
   /** The generated bootstrap admin key when this start created the first organization and no key was configured. */
   generatedAdminKey: string | null;
   close(): Promise<void>;
@@ -41,12 +62,15 @@ export interface VexilNode {
 
 export interface StartOptions {
   log?: Logger;
-  /** Extra routes (tests, later features). */
+  /** Extra routes (tests). */
   routes?: (rt: Runtime) => Route[];
   /** PGlite in memory instead of VEXIL_DATA_DIR (tests). */
   inMemory?: boolean;
   bus?: Bus;
 }
+
+/** How long answered connections get to flush before the remaining ones are closed at shutdown. */
+const LINGER_MS = 250;
 
 export async function openDatabase(config: Config, inMemory = false): Promise<Database> {
   if (config.databaseUrl !== null) return openPostgres(config.databaseUrl);
@@ -55,7 +79,6 @@ export async function openDatabase(config: Config, inMemory = false): Promise<Da
 
 export async function startNode(config: Config, opts: StartOptions = {}): Promise<VexilNode> {
   const log = opts.log ?? createLogger(config.logLevel);
-  assertNativeUws(config.allowUwsFallback);
 
   const db = await openDatabase(config, opts.inMemory);
   try {
@@ -64,18 +87,26 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const boot = await bootstrap(db, config.bootstrapAdminKey);
     if (boot.created) log.info('bootstrapped organization "default"');
 
-    const snapshots = new SnapshotRegistry(db);
-    const bus = opts.bus ?? (config.natsUrl !== null ? new NatsBus(config.natsUrl, config.nodeId, log) : new LocalBus());
+    const snapshots = new SnapshotRegistry({
+      org: (orgId) => getOrg(db, orgId),
+      flag: (orgId, name) => getFlag(db, orgId, name),
+      flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
+      flags: (orgId) => listFlags(db, orgId),
+      orgConfigs: (orgId) => listOrgConfigs(db, orgId),
+    });
+    const bus = opts.bus ?? (config.natsUrl !== null ? new NatsBus(config.natsUrl, config.nodeId, log.child({ component: 'bus' }), undefined, config.natsCreds) : new LocalBus());
     if (bus instanceof NatsBus) await bus.start();
     const rt: Runtime = {
       config,
       db,
       snapshots,
-      keys: new KeyCache(db, config.keyCacheTtlMs),
+      keys: new KeyCache((hash) => findKeyByHash(db, hash), config.keyCacheTtlMs),
       limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
+      authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
       bus,
       log,
       pool: null,
+      evalCounts: new EvalCounts(),
       now: Date.now,
     };
     if (config.evalWorkers > 0) {
@@ -84,53 +115,108 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         channel: `vexil-snapshots-${config.nodeId}`,
         graphqlMaxDepth: config.graphqlMaxDepth,
         graphqlMaxEvaluations: config.graphqlMaxEvaluations,
-      }, log);
+        queueMax: config.evalQueueMax,
+        handoff: config.evalHandoff,
+        flagCache: config.workerFlagCache,
+        evalCounts: rt.evalCounts.buffer,
+      }, log.child({ component: 'pool' }));
     }
     // Warm every organization's snapshot so the first evaluation does no database work.
     const started = performance.now();
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
     log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - started) });
-    const sync = new ClusterSync(db, snapshots, rt.keys, bus, log, { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
+    const sync = new ClusterSync(() => orgVersions(db), snapshots, rt.keys, bus, log.child({ component: 'sync' }), { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
     const membership = new Membership(bus, config.nodeId, (n) => {
       rt.limiter.setNodes(n);
       log.info('cluster size changed', { nodes: n });
     });
 
-    const app = uws.App();
-    app.get('/healthz', (res) => {
-      const body = JSON.stringify({ status: 'ok', node: config.nodeId, nodes: membership.nodes, bus: bus instanceof NatsBus ? (bus.connected ? 'up' : 'down') : 'local' });
-      res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
+    // Snapshot age: since the last successful version poll or applied change, whichever is later.
+    let snapshotChangedAt = Date.now();
+    snapshots.onChange(() => {
+      snapshotChangedAt = Date.now();
     });
-    mount(app, log, [
+    const busState = (): 'up' | 'down' | 'local' => (bus instanceof NatsBus ? (bus.connected ? 'up' : 'down') : 'local');
+    const metrics = config.metrics
+      ? new NodeMetrics(
+          {
+            queueDepth: () => rt.pool?.queued ?? 0,
+            clusterNodes: () => membership.nodes,
+            busConnected: () => busState() !== 'down',
+            snapshotAgeSeconds: () => (Date.now() - Math.max(snapshotChangedAt, sync.lastPollAt)) / 1000,
+          },
+          rt.evalCounts,
+        )
+      : null;
+    const exchanges = new ExchangeContext(log, metrics);
+    const health = opsRoutes({
+      nodeId: config.nodeId,
+      metrics,
+      metricsToken: config.metricsToken,
+      dbHealth: new DbHealth(db),
+      draining: () => exchanges.draining,
+      clusterNodes: () => membership.nodes,
+      bus: busState,
+      httpFront: () => front.info.kind,
+    });
+    const routes: Route[] = [
+      ...health,
       ...evaluationRoutes(rt),
       ...flagRoutes(rt),
       ...keyRoutes(rt),
       ...operatorRoutes(rt),
+      ...auditRoutes(rt),
       ...graphqlRoutes(rt),
+      ...ofrepRoutes(rt),
+      ...uiRoutes(),
       ...(opts.routes?.(rt) ?? []),
-    ]);
-    const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`Cannot listen on ${config.host}:${config.port}`))));
-    });
-    const port = uws.us_socket_local_port(listenSocket);
+    ];
+    routes.push(openApiRoute(() => routes, VERSION));
+    const front = createFront(
+      exchanges,
+      routes,
+      { requireNative: config.requireNativeHttp, forceFallback: config.httpFront === 'node' },
+      log.child({ component: 'http' }),
+    );
+    const port = await front.listen(config.host, config.port);
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    log.info('listening', { url, database: db.kind });
+    log.info('listening', { url, database: db.kind, http: front.info.kind });
 
-    let closed = false;
+    let closing: Promise<void> | null = null;
     return {
       port,
       url,
       runtime: rt,
+      front: front.info,
+      routes,
       generatedAdminKey: boot.printKey,
-      async close() {
-        if (closed) return;
-        closed = true;
-        uws.us_listen_socket_close(listenSocket);
-        sync.stop();
-        membership.stop();
-        await rt.pool?.close();
-        await rt.bus.close();
-        await db.close();
+      /**
+       * Graceful shutdown (CONTRACT.md 8): /readyz answers 503 at once, no new connections are
+       * accepted, open event streams end, in-flight requests get up to VEXIL_SHUTDOWN_GRACE_MS to
+       * finish (answered with `Connection: close`), then connections, pool, bus and database close.
+       */
+      close() {
+        closing ??= (async () => {
+          exchanges.draining = true;
+          log.info('shutting down', { inFlight: exchanges.inFlight, streams: exchanges.openStreams, graceMs: config.shutdownGraceMs });
+          front.stopAccepting();
+          exchanges.endStreams();
+          const started = Date.now();
+          const idle = await exchanges.idle(config.shutdownGraceMs);
+          if (!idle) log.warn('shutdown grace time over; closing the remaining connections', { inFlight: exchanges.inFlight });
+          // Answers written with `Connection: close` are still leaving their sockets, which the
+          // front closes gracefully by itself; a forced close now could reset them before the
+          // client reads them. Give them a moment within the grace time.
+          else await new Promise((r) => setTimeout(r, Math.max(0, Math.min(LINGER_MS, config.shutdownGraceMs - (Date.now() - started)))));
+          front.closeConnections();
+          sync.stop();
+          membership.stop();
+          await rt.pool?.close();
+          await rt.bus.close();
+          await db.close();
+          metrics?.close();
+        })();
+        return closing;
       },
     };
   } catch (err) {

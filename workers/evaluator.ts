@@ -1,106 +1,97 @@
 /**
- * Evaluation worker (Piscina). Holds a replica of every organization's snapshot, kept current by
- * the front thread's BroadcastChannel, and runs batches of work against it: single evaluations
- * with the pure engine, and evaluation-only GraphQL documents with graphql-jit (compiled once per
- * worker and document, like on the front thread).
+ * Evaluation worker (Piscina). Reads every organization's flag data from the node's shared store
+ * (src/snapshots/shared-store.ts: written once by the front thread, read by every worker; the
+ * BroadcastChannel brings only references to its memory and version notifications), compiles a
+ * flag when first asked for it into a bounded cache (VEXIL_WORKER_FLAG_CACHE), and runs batches of
+ * work against it: single evaluations with the pure engine, and evaluation-only GraphQL documents
+ * (compiled once per worker and document, like on the front thread).
+ *
+ * A batch arrives as one buffer of encoded items and leaves as one buffer of encoded answers
+ * (src/pool/protocol.ts). Every item is answered on its own: an item whose organization is behind
+ * the version it needs is answered "retry" at once (the front thread hands it out again), an item
+ * that fails is answered with its own error; neither holds up or changes the other items' answers.
  */
 import { BroadcastChannel, workerData } from 'node:worker_threads';
-import { buildSnapshot, compileFlag, evaluateFlag, type OrgSnapshot } from '../src/evaluation/index.js';
-import type { EvalItem, EvalOutcome, EvalTask, GraphQLItem, SnapshotMessage, WorkerData } from '../src/pool/protocol.js';
+import { move } from 'piscina';
+import { evaluateFlag, type OrgSnapshot } from '../src/engine/index.js';
+import { SharedStoreReader, type StoreMessage } from '../src/snapshots/shared-store.js';
+import {
+  decodeItem,
+  decodeLines,
+  encodeLines,
+  encodeOutcome,
+  type EvalItem,
+  type EvalOutcome,
+  type EvalTask,
+  type GraphQLItem,
+  type WorkerData,
+} from '../src/pool/protocol.js';
 import { GraphQLExecutor } from '../src/graphql/execute.js';
-import type { GraphQLContext } from '../src/graphql/resolvers.js';
-import type { Runtime } from '../src/runtime.js';
+import type { EvaluationEnv, GraphQLContext } from '../src/graphql/resolvers.js';
+import { EvalCounts } from '../src/ops/eval-counts.js';
 import { createLogger } from '../src/util/log.js';
 
-const STALE_WAIT_MS = 2000;
-
-const snapshots = new Map<string, OrgSnapshot>();
-const waiters = new Map<string, { version: number; resolve: () => void }[]>();
 const config = workerData as WorkerData;
+const store = new SharedStoreReader(config.flagCache);
 const channel = new BroadcastChannel(config.channel);
-const graphql = new GraphQLExecutor(createLogger('warn', { thread: 'evaluation-worker' }), {
+// Evaluations this worker serves count into the node's shared cells (kept across worker restarts).
+const evalCounts = new EvalCounts(config.evalCounts);
+// Kept referenced for the worker's lifetime: references and versions arrive on it between tasks.
+(globalThis as { vexilSnapshotChannel?: BroadcastChannel }).vexilSnapshotChannel = channel;
+const log = createLogger('warn', { thread: 'evaluation-worker' });
+const graphql = new GraphQLExecutor(log, {
   maxDepth: config.graphqlMaxDepth,
   maxEvaluations: config.graphqlMaxEvaluations,
 });
-channel.unref();
 
-function apply(msg: SnapshotMessage): void {
-  switch (msg.type) {
-    case 'full': {
-      const cur = snapshots.get(msg.org.id);
-      if (cur !== undefined && cur.org.version > msg.org.version) return;
-      snapshots.set(msg.org.id, buildSnapshot(msg.org, msg.flags.map((f) => f.flag), new Map(msg.flags.map((f) => [f.flag.name, f.configs]))));
-      break;
-    }
-    case 'flag': {
-      const cur = snapshots.get(msg.org.id);
-      if (cur === undefined || cur.org.version >= msg.org.version) return;
-      if (msg.data === null) cur.flags.delete(msg.name);
-      else cur.flags.set(msg.name, compileFlag(msg.data.flag, msg.data.configs));
-      cur.org = msg.org;
-      break;
-    }
-    case 'settings': {
-      const cur = snapshots.get(msg.org.id);
-      if (cur === undefined || cur.org.version >= msg.org.version) return;
-      cur.org = msg.org;
-      break;
-    }
-    case 'drop':
-      snapshots.delete(msg.orgId);
-      return;
-    default:
-      return;
-  }
-  const orgId = msg.org.id;
-  const list = waiters.get(orgId);
-  if (list === undefined) return;
-  const version = snapshots.get(orgId)?.org.version ?? 0;
-  const still = list.filter((w) => (w.version <= version ? (w.resolve(), false) : true));
-  if (still.length === 0) waiters.delete(orgId);
-  else waiters.set(orgId, still);
-}
-
-channel.onmessage = (ev: unknown) => apply((ev as { data: SnapshotMessage }).data);
-channel.postMessage({ type: 'hello' } satisfies SnapshotMessage);
-
-function waitFor(orgId: string, version: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), STALE_WAIT_MS);
-    let list = waiters.get(orgId);
-    if (list === undefined) waiters.set(orgId, (list = []));
-    list.push({ version, resolve: () => (clearTimeout(timer), resolve(true)) });
-  });
-}
+// What the front thread posts: references to an organization's shared memory and the versions it
+// holds. The front thread applies every change (apply-rules.ts); a worker only reads, and answers
+// an item only at a version it was told about (OrgView.serves, the same rules). 'hello' asks for
+// the current references.
+channel.onmessage = (ev: unknown) => store.receive((ev as { data: StoreMessage }).data);
+channel.postMessage({ type: 'hello' } satisfies StoreMessage);
 
 function evaluateOne(snap: OrgSnapshot, it: EvalItem, nowMs: number): EvalOutcome {
   const flag = snap.flags.get(it.flag);
   if (flag === undefined) return { error: 'NOT_FOUND', message: `Flag '${it.flag}' not found` };
-  return evaluateFlag(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs);
+  const ev = evaluateFlag(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs);
+  evalCounts.count(ev.reason.code);
+  return ev;
 }
 
 async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number): Promise<EvalOutcome> {
   const p = graphql.prepare(it.query, it.operationName);
   if (!p.ok) return { graphql: JSON.stringify({ errors: p.errors }) };
-  // What the `evaluate` resolver reads of the runtime: the replica and the request's clock.
-  const rt = { snapshots: { peek: (orgId: string) => snapshots.get(orgId) }, now: () => nowMs } as unknown as Runtime;
-  const ctx: GraphQLContext = { rt, auth: { principal: it.principal, snapshot: snap }, deferredAny: p.deferredAny };
+  // All the `evaluate` field reads: the shared store's view, the request's clock, the counters.
+  const env: EvaluationEnv = { peek: (orgId) => store.view(orgId)?.snapshot, now: () => nowMs, evalCounts };
+  const ctx: GraphQLContext = { env, rt: null, auth: { principal: it.principal, snapshot: snap }, deferredAny: p.deferredAny };
   return { graphql: await graphql.run(p, ctx, it.variables) };
 }
 
-export default async function evaluateBatch(task: EvalTask): Promise<EvalOutcome[]> {
-  const out: EvalOutcome[] = new Array(task.items.length);
-  for (let i = 0; i < task.items.length; i++) {
-    const it = task.items[i];
-    let snap = snapshots.get(it.orgId);
-    if (snap === undefined || snap.org.version < it.version) {
-      if (!(await waitFor(it.orgId, it.version))) {
-        out[i] = { error: 'STALE', message: 'Evaluation worker has not received the current snapshot' };
-        continue;
-      }
-      snap = snapshots.get(it.orgId)!;
-    }
-    out[i] = it.kind === 'eval' ? evaluateOne(snap, it, task.nowMs) : await executeGraphQL(snap, it, task.nowMs);
+const internal = (err: unknown): EvalOutcome => {
+  log.error('evaluation failed in a worker', { err: err as Error });
+  return { error: 'INTERNAL', message: 'Unexpected server error' };
+};
+
+/** One item's answer; never throws (a failure is this item's own error). */
+function answer(line: string, nowMs: number): EvalOutcome | Promise<EvalOutcome> {
+  try {
+    const it = decodeItem(line);
+    const view = store.view(it.orgId);
+    if (view === undefined || !view.serves(it.version)) return { retry: true };
+    const snap = view.snapshot;
+    return it.kind === 'eval' ? evaluateOne(snap, it, nowMs) : executeGraphQL(snap, it, nowMs).catch(internal);
+  } catch (err) {
+    return internal(err);
   }
-  return out;
+}
+
+export default async function evaluateBatch(task: EvalTask): Promise<unknown> {
+  const lines = decodeLines(task.items);
+  const out: string[] = new Array(lines.length);
+  for (let i = 0; i < lines.length; i++) {
+    const a = answer(lines[i], task.nowMs);
+    out[i] = encodeOutcome(a instanceof Promise ? await a : a);
+  }
+  return move(encodeLines(out));
 }

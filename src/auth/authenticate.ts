@@ -2,10 +2,14 @@
  * Authentication in the order every call follows (SPEC 5, issue 2): key missing, unknown or
  * disabled → 401; organization without subscription → 402; rate limit → 429. Permission and scope
  * (403) are the services' business, since they depend on what is asked.
+ *
+ * With the client's address (CONTRACT.md 8, auth-failures.ts): every 401 spends one unit of the
+ * address's failed-authentication budget, and an address past it gets 429 without its key being
+ * looked up, unless this node already knows the key (it is then served as usual).
  */
 import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
-import type { OrgSnapshot } from '../evaluation/index.js';
+import type { OrgSnapshot } from '../engine/index.js';
 import type { Runtime } from '../runtime.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import { hashKey, KEY_PATTERN } from './key-material.js';
@@ -19,6 +23,34 @@ export interface Authenticated {
 const unauthenticated = (msg: string) => new VexilError('UNAUTHENTICATED', msg);
 
 /**
+ * The client's address, asked for only off the hot path (a known key never needs it); '' or no
+ * source means no budget.
+ */
+export type AddressSource = (() => string) | null;
+
+const addressOf = (source: AddressSource): string | null => (source === null ? null : source() || null);
+
+/** A 401, charged to the address's failed-authentication budget (or a 429 when it is spent). */
+export function refuse(rt: Runtime, source: AddressSource, msg: string): VexilError {
+  const address = addressOf(source);
+  if (address === null) return unauthenticated(msg);
+  const wait = rt.authFailures.blocked(address);
+  if (wait > 0) return tooManyFailures(wait);
+  rt.authFailures.spend(address);
+  return unauthenticated(msg);
+}
+
+/** Before a key lookup for an unknown credential: the address's spent budget is a 429 (CONTRACT.md 8). */
+export function checkAuthBudget(rt: Runtime, source: AddressSource): void {
+  const address = addressOf(source);
+  const wait = address === null ? 0 : rt.authFailures.blocked(address);
+  if (wait > 0) throw tooManyFailures(wait);
+}
+
+const tooManyFailures = (wait: number) =>
+  new VexilError('RATE_LIMITED', 'Too many failed authentications from this address', { retryAfter: wait });
+
+/**
  * Synchronous when the key and its organization are in memory (the hot path: no promise per
  * request); a promise when the database must be asked. Throws (or rejects) with a VexilError.
  */
@@ -26,26 +58,48 @@ export function authenticate(
   rt: Runtime,
   keyValue: string | undefined,
   bucketFor: (p: Principal) => BucketKind,
+  /** The client's address, for the failed-authentication budget; null: no budget. */
+  source: AddressSource = null,
 ): Authenticated | Promise<Authenticated> {
-  if (keyValue === undefined || keyValue === '') throw unauthenticated('Missing x-management-key header');
-  if (!KEY_PATTERN.test(keyValue)) throw unauthenticated('Invalid management key');
+  if (keyValue === undefined || keyValue === '') throw refuse(rt, source, 'Missing x-management-key header');
+  if (!KEY_PATTERN.test(keyValue)) throw refuse(rt, source, 'Invalid management key');
   const hash = hashKey(keyValue);
   const cached = rt.keys.peek(hash);
-  if (cached !== undefined) {
-    const snapshot = cached === null ? undefined : rt.snapshots.peek(cached.orgId);
-    if (cached === null || snapshot !== undefined) return admit(rt, cached, snapshot ?? null, bucketFor);
+  if (cached !== undefined && cached !== null) {
+    const snapshot = rt.snapshots.peek(cached.orgId);
+    if (snapshot !== undefined) return admit(rt, cached, snapshot, bucketFor, null);
   }
-  return authenticateSlow(rt, hash, bucketFor);
+  const address = addressOf(source);
+  if (address !== null && !rt.keys.known(hash)) {
+    const wait = rt.authFailures.blocked(address);
+    if (wait > 0) throw tooManyFailures(wait);
+  }
+  if (cached === null) return admit(rt, null, null, bucketFor, address);
+  return authenticateSlow(rt, hash, bucketFor, address);
 }
 
-async function authenticateSlow(rt: Runtime, hash: string, bucketFor: (p: Principal) => BucketKind): Promise<Authenticated> {
+async function authenticateSlow(
+  rt: Runtime,
+  hash: string,
+  bucketFor: (p: Principal) => BucketKind,
+  address: string | null,
+): Promise<Authenticated> {
   const key = await rt.keys.lookup(hash);
   const snapshot = key === null ? null : await rt.snapshots.get(key.orgId);
-  return admit(rt, key, snapshot, bucketFor);
+  return admit(rt, key, snapshot, bucketFor, address);
 }
 
-function admit(rt: Runtime, key: ManagementKey | null, snapshot: OrgSnapshot | null, bucketFor: (p: Principal) => BucketKind): Authenticated {
-  if (key === null || key.disabled || snapshot === null) throw unauthenticated('Invalid management key');
+function admit(
+  rt: Runtime,
+  key: ManagementKey | null,
+  snapshot: OrgSnapshot | null,
+  bucketFor: (p: Principal) => BucketKind,
+  address: string | null,
+): Authenticated {
+  if (key === null || key.disabled || snapshot === null) {
+    if (address !== null) rt.authFailures.spend(address);
+    throw unauthenticated('Invalid management key');
+  }
   if (!snapshot.org.subscriptionActive) {
     throw new VexilError('PAYMENT_REQUIRED', 'The organization requires an active subscription');
   }

@@ -1,8 +1,14 @@
 /**
  * Authenticated keys by hash, for `ttlMs` (60 s, SPEC 5.5). Unknown hashes are cached too, so a
- * flood of bad keys does not reach the database; a key value is 256 random bits, so a negative
+ * repeated bad key does not reach the database; a key value is 256 random bits, so a negative
  * entry can never hide a key created later. Invalidation by key id is immediate on this node (and
- * on every node through the cluster bus).
+ * on every node through the cluster bus); a rename of an application or environment drops the
+ * organization's keys (their scopes changed, see cluster/sync.ts).
+ *
+ * Known keys and unknown hashes are bounded separately (`maxEntries` each, oldest first), so a
+ * flood of random keys only ever evicts other unknown hashes, never a real key. (Plain Maps with
+ * insertion order and a coarse clock: bench/key-cache.ts measures them against lru-cache on the
+ * hot path; with `Date.now()` per peek lru-cache, whose clock is coarse, was twice as fast.)
  *
  * While the database is unreachable, an expired entry is used rather than refusing every request
  * (evaluations keep serving from snapshots). Nobody can disable or rotate a key then anyway, and an
@@ -10,33 +16,55 @@
  */
 import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
-import type { Queryable } from '../storage/database.js';
-import { findKeyByHash } from '../features/keys/store.js';
+import { coarseClock } from '../util/clock.js';
+
+/** Reads a key by the hash of its value from the source of truth (node.ts: the keys store). */
+export type KeyLoader = (hash: string) => Promise<ManagementKey | null>;
 
 interface Entry {
-  key: ManagementKey | null;
+  key: ManagementKey;
   expiresMs: number;
 }
 
 export class KeyCache {
+  /** Known keys (valid or disabled) by hash. */
   private readonly byHash = new Map<string, Entry>();
+  /** Unknown hashes: expiry time by hash. */
+  private readonly unknown = new Map<string, number>();
   private readonly hashById = new Map<string, string>();
   private readonly inflight = new Map<string, Promise<ManagementKey | null>>();
   /** Bumped by every invalidation: a lookup that started before one must not cache its answer. */
   private epoch = 0;
+  private readonly invalidationListeners: ((keyId: string | null) => void)[] = [];
 
   constructor(
-    private readonly db: Queryable,
+    private readonly load: KeyLoader,
     private readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
+    /** Expiry checks on the hot path use a coarse clock (src/util/clock.ts). */
+    private readonly now: () => number = coarseClock(),
     private readonly maxEntries = 100_000,
+    private readonly maxUnknown = maxEntries,
   ) {}
 
   /** The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked. */
   peek(hash: string): ManagementKey | null | undefined {
     const e = this.byHash.get(hash);
-    if (e === undefined || e.expiresMs <= this.now()) return undefined;
-    return e.key;
+    if (e !== undefined) return e.expiresMs <= this.now() ? undefined : e.key;
+    const u = this.unknown.get(hash);
+    return u === undefined || u <= this.now() ? undefined : null;
+  }
+
+  /**
+   * Whether this node has authenticated this hash before (a key record is held, even expired): such
+   * a key is looked up even for a client address past its failed-authentication budget.
+   */
+  known(hash: string): boolean {
+    return this.byHash.has(hash);
+  }
+
+  /** Entries held: known keys and unknown hashes. */
+  get sizes(): { known: number; unknown: number } {
+    return { known: this.byHash.size, unknown: this.unknown.size };
   }
 
   async lookup(hash: string): Promise<ManagementKey | null> {
@@ -47,15 +75,18 @@ export class KeyCache {
       // The query may have read the row before a disable, rotation or deletion committed; when an
       // invalidation arrives meanwhile, this answer serves its own request but is not cached.
       const epoch = this.epoch;
-      const q: Promise<ManagementKey | null> = findKeyByHash(this.db, hash)
+      const q: Promise<ManagementKey | null> = this.load(hash)
         .then(
           (key) => {
             if (this.epoch === epoch) this.store(hash, key);
             return key;
           },
           (err: unknown) => {
-            const stale = this.byHash.get(hash);
-            if (stale !== undefined && err instanceof VexilError && err.code === 'UNAVAILABLE') return stale.key;
+            if (err instanceof VexilError && err.code === 'UNAVAILABLE') {
+              const stale = this.byHash.get(hash);
+              if (stale !== undefined) return stale.key;
+              if (this.unknown.has(hash)) return null;
+            }
             throw err;
           },
         )
@@ -68,35 +99,67 @@ export class KeyCache {
     return p;
   }
 
+  /** Called with a key id when that key is disabled, rotated or deleted; with null when every key may have changed. */
+  onInvalidate(listener: (keyId: string | null) => void): void {
+    this.invalidationListeners.push(listener);
+  }
+
+  /** A cached, unexpired key by id with its hash (no I/O); undefined when not cached. */
+  peekById(keyId: string): { key: ManagementKey; hash: string } | undefined {
+    const hash = this.hashById.get(keyId);
+    if (hash === undefined) return undefined;
+    const key = this.peek(hash);
+    return key ? { key, hash } : undefined;
+  }
+
   /** Forgets a key at once (disable, rotate, delete). */
   invalidateKey(keyId: string): void {
+    for (const l of this.invalidationListeners) l(keyId);
     this.epoch++;
     this.inflight.clear(); // later lookups must not join a query that may predate the change
     const hash = this.hashById.get(keyId);
     if (hash !== undefined) this.drop(hash, this.byHash.get(hash));
   }
 
+  /** Forgets every key of an organization at once (an application or environment was renamed). */
+  invalidateOrg(orgId: string): void {
+    this.epoch++;
+    this.inflight.clear();
+    for (const [hash, e] of this.byHash) if (e.key?.orgId === orgId) this.drop(hash, e);
+  }
+
   clear(): void {
+    for (const l of this.invalidationListeners) l(null);
     this.epoch++;
     this.inflight.clear();
     this.byHash.clear();
+    this.unknown.clear();
     this.hashById.clear();
   }
 
   private store(hash: string, key: ManagementKey | null): void {
     if (this.ttlMs === 0) return;
-    this.byHash.delete(hash); // re-insert at the end: Map order is age order
+    const expiresMs = this.now() + this.ttlMs;
+    if (key === null) {
+      this.unknown.delete(hash); // re-insert at the end: Map order is age order
+      if (this.unknown.size >= this.maxUnknown) this.unknown.delete(this.unknown.keys().next().value as string);
+      this.unknown.set(hash, expiresMs);
+      return;
+    }
+    this.unknown.delete(hash);
+    const prev = this.byHash.get(hash);
+    if (prev !== undefined) this.drop(hash, prev);
     if (this.byHash.size >= this.maxEntries) {
       // Oldest first (Map keeps insertion order).
       const oldest = this.byHash.keys().next().value as string;
       this.drop(oldest, this.byHash.get(oldest));
     }
-    this.byHash.set(hash, { key, expiresMs: this.now() + this.ttlMs });
-    if (key !== null) this.hashById.set(key.id, hash);
+    this.byHash.set(hash, { key, expiresMs });
+    this.hashById.set(key.id, hash);
   }
 
   private drop(hash: string, e: Entry | undefined): void {
     this.byHash.delete(hash);
-    if (e?.key) this.hashById.delete(e.key.id);
+    if (e !== undefined && this.hashById.get(e.key.id) === hash) this.hashById.delete(e.key.id);
   }
 }

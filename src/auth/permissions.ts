@@ -7,6 +7,8 @@ import type { ManagementKey, Permission } from '../domain/types.js';
 
 export interface Principal {
   keyId: string;
+  /** The key's display name (the audit log's actor). */
+  keyName: string;
   orgId: string;
   permissions: ReadonlySet<Permission>;
   application: string | null;
@@ -19,7 +21,7 @@ const principals = new WeakMap<ManagementKey, Principal>();
 export function principalOf(k: ManagementKey): Principal {
   let p = principals.get(k);
   if (p === undefined) {
-    p = { keyId: k.id, orgId: k.orgId, permissions: new Set(k.permissions), application: k.application, environment: k.environment };
+    p = { keyId: k.id, keyName: k.name, orgId: k.orgId, permissions: new Set(k.permissions), application: k.application, environment: k.environment };
     principals.set(k, p);
   }
   return p;

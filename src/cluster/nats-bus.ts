@@ -9,6 +9,7 @@
 import { connect, type NatsConnection, type Subscription } from 'nats';
 import type { Logger } from '../util/log.js';
 import type { Bus, ClusterEvent } from './bus.js';
+import { natsTarget, type NatsTarget } from './nats-options.js';
 
 export const EVENTS_SUBJECT = 'vexil.events.v1';
 
@@ -26,13 +27,19 @@ export class NatsBus implements Bus {
   private up = false;
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder();
+  private readonly target: NatsTarget;
 
   constructor(
-    private readonly url: string,
+    /** `NATS_URL`: may carry credentials, which are never logged (nats-options.ts). */
+    url: string,
     readonly nodeId: string,
     private readonly log: Logger,
     private readonly subject = EVENTS_SUBJECT,
-  ) {}
+    /** `VEXIL_NATS_CREDS`: a `.creds` file, or null. */
+    credsFile: string | null = null,
+  ) {
+    this.target = natsTarget(url, credsFile);
+  }
 
   get connected(): boolean {
     return this.up;
@@ -52,7 +59,7 @@ export class NatsBus implements Bus {
     while (!this.closed) {
       try {
         const nc = await connect({
-          servers: this.url,
+          ...this.target.options,
           name: `vexil-${this.nodeId}`,
           reconnect: true,
           maxReconnectAttempts: -1,
@@ -71,7 +78,7 @@ export class NatsBus implements Bus {
         void this.watch(nc);
         return;
       } catch (err) {
-        this.log.warn('NATS unreachable, retrying', { url: this.url, err: (err as Error).message });
+        this.log.warn('NATS unreachable, retrying', { url: this.target.redacted, err: (err as Error).message });
         await new Promise((r) => setTimeout(r, 500));
       }
     }
@@ -87,7 +94,7 @@ export class NatsBus implements Bus {
   private setUp(up: boolean): void {
     if (this.up === up) return;
     this.up = up;
-    this.log.info(up ? 'NATS connected' : 'NATS disconnected', { url: this.url });
+    this.log.info(up ? 'NATS connected' : 'NATS disconnected', { url: this.target.redacted });
     for (const h of this.connectivity) h(up);
   }
 

@@ -5,12 +5,14 @@
  *   `pollMs` while the bus is down (the fallback), every `safetyPollMs` while it is up (a net for
  *   lost messages);
  * - when the bus comes back, one immediate poll resynchronises snapshots and the key cache is
- *   cleared (key events may have been missed while it was away).
+ *   cleared (key events may have been missed while it was away);
+ * - when an organization's snapshot shows renamed (or removed) environments or applications, its
+ *   keys are dropped from the cache: a rename rewrote their scopes in the database. This follows
+ *   the snapshot, so it happens on every node however the change arrived (the writing node, a bus
+ *   event or the poller), and at the same moment the flags show the new names.
  */
 import type { KeyCache } from '../auth/key-cache.js';
-import { orgVersions } from '../features/organizations/store.js';
 import type { SnapshotRegistry } from '../snapshots/registry.js';
-import type { Database } from '../storage/database.js';
 import type { Logger } from '../util/log.js';
 import type { Bus } from './bus.js';
 
@@ -30,15 +32,29 @@ export class ClusterSync {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private stopped = false;
+  /** Date.now() of the last successful version poll (snapshot age metric). */
+  lastPollAt = Date.now();
 
   constructor(
-    private readonly db: Database,
+    /** Every organization's committed version, read from the source of truth (node.ts: the organization store). */
+    private readonly orgVersions: () => Promise<Map<string, number>>,
     private readonly snapshots: SnapshotRegistry,
     private readonly keys: KeyCache,
     private readonly bus: Bus & Partial<Connectivity>,
     private readonly log: Logger,
     private readonly opts: SyncOptions,
   ) {
+    const signature = (o: { environments: string[]; applications: string[] }) => JSON.stringify([o.environments, o.applications]);
+    const names = new Map<string, string>();
+    for (const orgId of snapshots.loadedOrgIds()) names.set(orgId, signature(snapshots.peek(orgId)!.org));
+    snapshots.onChange((orgId, snap, touches) => {
+      if (typeof touches === 'object') return; // a flag change leaves the organization's names alone
+      const now = snap === null ? null : signature(snap.org);
+      const before = names.get(orgId);
+      if (now === null) names.delete(orgId);
+      else names.set(orgId, now);
+      if (before !== undefined && before !== now) this.keys.invalidateOrg(orgId);
+    });
     bus.onEvent((e) => {
       if (e.kind === 'change') {
         this.snapshots.apply(e.change).catch((err) => this.log.warn('snapshot reload failed', { orgId: e.change.orgId, err }));
@@ -74,7 +90,7 @@ export class ClusterSync {
     if (this.polling !== null) return this.polling;
     this.polling = (async () => {
       try {
-        const versions = await orgVersions(this.db);
+        const versions = await this.orgVersions();
         const work: Promise<void>[] = [];
         for (const orgId of this.snapshots.loadedOrgIds()) {
           const stored = versions.get(orgId);
@@ -84,6 +100,7 @@ export class ClusterSync {
           }
         }
         await Promise.all(work);
+        this.lastPollAt = Date.now();
       } catch (err) {
         this.log.warn('version poll failed', { err: (err as Error).message });
       } finally {

@@ -136,3 +136,59 @@ export interface EvaluationRequest {
   clientId: string | null;
   context: Record<string, unknown> | null;
 }
+
+// ---- audit log (CONTRACT.md 11) -----------------------------------------------------------------
+
+export const AUDIT_ACTIONS = [
+  'flag.create',
+  'flag.update',
+  'flag.archive',
+  'flag.restore',
+  'flag.delete',
+  'flag.environments',
+  'config.upsert',
+  'config.enable',
+  'config.disable',
+  'config.delete',
+  'org.environments',
+  'org.applications',
+  'org.killswitch',
+  'key.create',
+  'key.rotate',
+  'key.disable',
+  'key.delete',
+  'org.create',
+  'org.subscription',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization'] as const;
+export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
+
+/** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
+export type AuditActor = { keyId: string; keyName: string } | { operator: true };
+
+/** A key's `name` is its id; a configuration's target is its flag with `stage` and `clientId`. */
+export interface AuditTarget {
+  type: AuditTargetType;
+  name: string;
+  stage?: string;
+  clientId?: string | null;
+}
+
+/** What a write records besides who made it and when. */
+export interface AuditChange {
+  action: AuditAction;
+  target: AuditTarget;
+  /** The flag's application for flag and configuration events, else null. */
+  application: string | null;
+  /** The target's JSON before and after the change; null where it did not exist. */
+  before: unknown;
+  after: unknown;
+}
+
+export interface AuditEvent extends AuditChange {
+  id: string;
+  at: string; // ISO 8601
+  actor: AuditActor;
+}

@@ -34,6 +34,8 @@ export {
 export { parseDateTime } from './validation/datetime.js';
 export { parseFlagEnvironments, parseFlagName, parseName, parseNameList } from './validation/names.js';
 export {
+  createFlagSchema,
+  updateFlagSchema,
   parseCreateFlag,
   parseUpdateFlag,
   validateVariants,
@@ -43,6 +45,7 @@ export {
   type VariantInput,
 } from './validation/flags.js';
 export {
+  upsertConfigSchema,
   parseUpsertFlagConfig,
   validateConfigAgainstFlag,
   type AllocationInput,
@@ -50,12 +53,24 @@ export {
   type RuleInput,
   type UpsertFlagConfigInput,
 } from './validation/configs.js';
-export { parseEvaluationBody, type EvaluationBody } from './validation/evaluation.js';
-export { parseCreateKey, type CreateKeyInput } from './validation/keys.js';
+export { evaluationBodySchema, parseEvaluationBody, type EvaluationBody } from './validation/evaluation.js';
+export { createKeySchema, parseCreateKey, type CreateKeyInput } from './validation/keys.js';
 export {
+  checkContextLimits,
+  contextLimitError,
+  DEFAULT_CONTEXT_LIMITS,
+  measureContext,
+  type ContextLimits,
+  type ContextSize,
+} from './validation/context-limits.js';
+export { JsonDepthScanner, jsonDeeperThan } from './validation/json-depth.js';
+export {
+  createOrgSchema,
+  patchOrgSchema,
   parseCreateOrganization,
   parseKillSwitchRules,
   parsePatchOrganization,
   type CreateOrganizationInput,
   type PatchOrganizationInput,
 } from './validation/organizations.js';
+export { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX, auditQuerySchema, parseAuditQuery, type AuditQuery } from './validation/audit.js';

@@ -1,27 +1,62 @@
 /**
- * The one way to change an organization's data: a transaction that first locks the organization
- * and bumps its version, then the caller's writes. After commit, this node's snapshot is updated
- * before the caller answers (read-your-writes) and the change is published to the other nodes.
- * A failure anywhere rolls the whole transaction back: a failed request changes nothing.
+ * The one way to change data. Every write runs in `auditedTransaction`: the caller's change and
+ * its audit event (CONTRACT.md 11) commit together or not at all, so a failed or rejected write
+ * records nothing and a recorded event always describes a committed change.
+ *
+ * - `writeOrg`: flags, configurations and organization settings. It first locks the organization
+ *   and bumps its version; after commit, this node's snapshot is updated before the caller
+ *   answers (read-your-writes) and the change is published to the other nodes.
+ * - `writeOrgKeys`: Management Keys. It locks the organization (so its events are ordered like
+ *   its other writes) without a new version: keys are not part of the snapshot.
+ * - `auditedTransaction` itself: writes that create an organization (the operator API).
  */
+import type { Principal } from '../auth/permissions.js';
+import type { AuditActor, AuditChange, Organization } from '../domain/types.js';
 import type { Runtime } from '../runtime.js';
-import type { Organization } from '../domain/types.js';
-import type { Queryable } from '../storage/database.js';
+import type { Database, Queryable } from '../storage/database.js';
 import type { Touches } from '../snapshots/registry.js';
-import { lockAndBumpVersion } from './organizations/store.js';
+import { insertEvent } from './audit/store.js';
+import { lockAndBumpVersion, lockOrg } from './organizations/store.js';
 import { notFound } from '../domain/errors.js';
+
+/** A write's result and what the audit log records of it. */
+export interface Audited<T> {
+  result: T;
+  audit: AuditChange;
+}
+
+/** The operator API's actor. */
+export const OPERATOR: AuditActor = { operator: true };
+
+/** A Management Key as an actor: its id and name, never its value. */
+export const actorOf = (p: Principal): AuditActor => ({ keyId: p.keyId, keyName: p.keyName });
+
+/** Runs `fn` and inserts its audit event into the organization `orgId` names, in one transaction. */
+export async function auditedTransaction<T>(
+  db: Database,
+  actor: AuditActor,
+  fn: (tx: Queryable) => Promise<Audited<T> & { orgId: string }>,
+): Promise<T> {
+  return db.transaction(async (tx) => {
+    const { result, audit, orgId } = await fn(tx);
+    await insertEvent(tx, orgId, actor, audit);
+    return result;
+  });
+}
 
 export async function writeOrg<T>(
   rt: Runtime,
+  actor: AuditActor,
   orgId: string,
   /** What the change touches, so that nodes reload no more than that. */
   touches: Touches,
-  fn: (tx: Queryable, org: Organization) => Promise<T>,
+  fn: (tx: Queryable, org: Organization) => Promise<Audited<T>>,
 ): Promise<T> {
-  const { result, version } = await rt.db.transaction(async (tx) => {
+  const { result, version } = await auditedTransaction(rt.db, actor, async (tx) => {
     const org = await lockAndBumpVersion(tx, orgId);
     if (org === null) throw notFound('Organization not found');
-    return { result: await fn(tx, org), version: org.version };
+    const { result, audit } = await fn(tx, org);
+    return { orgId, audit, result: { result, version: org.version } };
   });
   const change = { orgId, version, touches };
   rt.bus.publish({ kind: 'change', change });
@@ -32,4 +67,17 @@ export async function writeOrg<T>(
     rt.log.warn('snapshot reload after commit failed', { orgId, version, err: err as Error });
   }
   return result;
+}
+
+export function writeOrgKeys<T>(
+  rt: Runtime,
+  actor: AuditActor,
+  orgId: string,
+  fn: (tx: Queryable, org: Organization) => Promise<Audited<T>>,
+): Promise<T> {
+  return auditedTransaction(rt.db, actor, async (tx) => {
+    const org = await lockOrg(tx, orgId);
+    if (org === null) throw notFound('Organization not found');
+    return { orgId, ...(await fn(tx, org)) };
+  });
 }

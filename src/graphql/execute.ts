@@ -1,28 +1,50 @@
 /**
  * Running one GraphQL request, graphql-js style stages:
  *
- *   parse → refuse graphql-jit's marker strings (below) → validate (graphql-js) → select the
- *   operation → limits (limits.ts) → compile (graphql-jit)
+ *   parse → refuse graphql-jit's marker strings (jit-marker.ts) → select the operation → limits
+ *   (limits.ts: depth, evaluate count, field count, literal contexts) → validate (graphql-js) →
+ *   compile (graphql-jit)
+ *
+ * The limits run before validation: they are linear in the document, graphql-js validation is not
+ * (OverlappingFieldsCanBeMerged compares same-named fields pairwise).
  *
  * The outcome of those stages is cached per (document text, operationName) in an LRU, failures
  * included, so a repeated document does no parse, validation or compilation. Then:
  *
- *   charge the extra evaluations to the rate limit → execute the compiled query → format errors
+ *   context limits on variables (context-limits.ts) → charge the extra evaluations to the rate
+ *   limit → execute the compiled query → format errors
  *
  * Every error leaves here as `{message, locations?, path, extensions: {code, status}}` (SPEC 7.2):
  * a resolver's VexilError gives its code and status (AUTH_NOT_AUTHORIZED has no status), syntax,
  * validation, limit and variable errors are BAD_REQUEST 400 with `path: []` and no `data`, and
  * anything unexpected is INTERNAL 500 without internals (logged).
  */
-import { BREAK, getOperationAST, GraphQLError, parse, validate, visit, type DocumentNode, type GraphQLSchema } from 'graphql';
+import {
+  BREAK,
+  getOperationAST,
+  GraphQLError,
+  Kind,
+  NoFragmentCyclesRule,
+  parse,
+  validate,
+  visit,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValueNode,
+} from 'graphql';
+import { performance } from 'node:perf_hooks';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
+import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';
 import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
-import { EVALUATE_FIELD, limitViolation, measureOperation, type Limits } from './limits.js';
-import { resolvers, type GraphQLContext } from './resolvers.js';
+import { contextViolation, hasVariable, variableDefaults } from './context-limits.js';
+import { hasJitMarker } from './jit-marker.js';
+import { EVALUATE_FIELD, limitViolation, measureOperation, type Limits, type OperationCost } from './limits.js';
+import { planFor, runPlan, type EvaluationPlan } from './plan.js';
+import { evaluationEnv, resolvers, type GraphQLContext } from './resolvers.js';
 import { buildVexilSchema, trackDeferredAny } from './schema.js';
 
 export interface GraphQLRequest {
@@ -57,9 +79,19 @@ export type Prepared =
        * a node with a worker pool runs it in a worker.
        */
       evaluationOnly: boolean;
+      /**
+       * `evaluate` contexts that mention variables, measured per request against the context
+       * limits (literal-only contexts are measured once, here), and the variables' defaults.
+       */
+      variableContexts: ValueNode[];
+      variableDefaults: ReadonlyMap<string, ValueNode>;
+      /** The evaluation plan (plan.ts) when the document is one it models. */
+      plan: EvaluationPlan | null;
     };
 
 export interface ExecutorOptions extends Limits {
+  /** CONTRACT.md 8 evaluation context limits (default 32 levels, 10,000 values). */
+  context?: ContextLimits;
   /** Compiled documents kept (LRU). */
   cacheEntries?: number;
   /** Total document text kept in the cache, in characters. */
@@ -84,20 +116,12 @@ const badRequest = (message: string, locations?: readonly { line: number; column
 const requestErrors = (errors: readonly GraphQLError[]): FormattedError[] =>
   errors.map((e) => badRequest(e.message, e.locations));
 
-/**
- * graphql-jit 0.8.9 embeds literal argument values in the code it generates as
- * `JSON.stringify(...)`, then rewrites its own marker strings (`"__MAGIC_DATE__<uuid><x>"` becomes
- * `new Date(<x>)`, likewise NaN and ±Infinity) with regular expressions. A string literal that
- * carries such a marker would therefore be turned into code: remote code execution for any key.
- * Documents whose string values or names contain the marker prefix are refused before compiling.
- */
-const JIT_MARKER = /__MAGIC_[A-Z_]*__[0-9a-f]{8}_/;
-
-function hasJitMarker(doc: DocumentNode): boolean {
+/** graphql-jit's marker strings (jit-marker.ts) in string values or names. */
+function carriesJitMarker(doc: DocumentNode): boolean {
   let found = false;
   visit(doc, {
     StringValue(node) {
-      if (node.value.includes('__MAGIC_') && JIT_MARKER.test(node.value)) {
+      if (hasJitMarker(node.value)) {
         found = true;
         return BREAK;
       }
@@ -121,11 +145,13 @@ export class GraphQLExecutor {
   /** Documents parsed, validated and (when valid) compiled: cache misses. */
   compilations = 0;
   private readonly schema = vexilSchema();
+  private readonly contextLimits: ContextLimits;
 
   constructor(
     private readonly log: Logger,
     private readonly opts: ExecutorOptions,
   ) {
+    this.contextLimits = opts.context ?? DEFAULT_CONTEXT_LIMITS;
     this.cache = new LruCache(opts.cacheEntries ?? 500, opts.cacheChars ?? 16 * 1024 * 1024);
   }
 
@@ -160,21 +186,35 @@ export class GraphQLExecutor {
       if (err instanceof GraphQLError) return { ok: false, errors: requestErrors([err]) };
       throw err;
     }
-    if (hasJitMarker(doc)) {
+    if (carriesJitMarker(doc)) {
       return { ok: false, errors: [badRequest('The document contains a string reserved by the GraphQL engine (__MAGIC_...)')] };
+    }
+    const op = getOperationAST(doc, operationName ?? undefined);
+    // Without a selectable operation, every operation is held to the limits before validation.
+    const ops = op != null ? [op] : doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+    let cost: OperationCost | null = null;
+    for (const o of ops) {
+      cost = measureOperation(doc, o);
+      if (!Number.isFinite(cost.depth)) {
+        // A fragment cycle: let graphql-js name it (that rule alone is linear).
+        const cycles = validate(this.schema, doc, [NoFragmentCyclesRule]);
+        if (cycles.length > 0) return { ok: false, errors: requestErrors(cycles) };
+      }
+      const violation = limitViolation(cost, this.opts);
+      if (violation !== null) return { ok: false, errors: [badRequest(violation)] };
     }
     const invalid = validate(this.schema, doc);
     if (invalid.length > 0) return { ok: false, errors: requestErrors(invalid) };
-    const op = getOperationAST(doc, operationName ?? undefined);
-    if (op == null) {
+    if (op == null || cost === null || ops[0] !== op) {
       const message = operationName !== null
         ? `Unknown operation named "${operationName}".`
         : 'Must provide operation name if query contains multiple operations.';
       return { ok: false, errors: [badRequest(message)] };
     }
-    const cost = measureOperation(doc, op);
-    const violation = limitViolation(cost, this.opts);
-    if (violation !== null) return { ok: false, errors: [badRequest(violation)] };
+    const variableContexts = cost.contexts.filter(hasVariable);
+    const defaults = variableDefaults(op);
+    const literal = contextViolation(cost.contexts.filter((c) => !hasVariable(c)), null, defaults, this.contextLimits);
+    if (literal !== null) return { ok: false, errors: [badRequest(literal)] };
     const { result: compiled, deferredAny } = trackDeferredAny(() =>
       compileQuery(this.schema, doc, operationName ?? undefined, { disablingCapturingStackErrors: true }),
     );
@@ -182,7 +222,17 @@ export class GraphQLExecutor {
     const evaluationOnly =
       op.operation === 'query' &&
       op.selectionSet.selections.every((sel) => sel.kind === 'Field' && (sel.name.value === EVALUATE_FIELD || sel.name.value === '__typename'));
-    return { ok: true, run: compiled.query, evaluations: cost.evaluations, depth: cost.depth, deferredAny, evaluationOnly };
+    return {
+      ok: true,
+      run: compiled.query,
+      evaluations: cost.evaluations,
+      depth: cost.depth,
+      deferredAny,
+      evaluationOnly,
+      variableContexts,
+      variableDefaults: defaults,
+      plan: evaluationOnly ? planFor(doc, op, deferredAny) : null,
+    };
   }
 
   /**
@@ -193,20 +243,41 @@ export class GraphQLExecutor {
   async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string> {
     const p = this.prepare(req.query, req.operationName);
     if (!p.ok) return JSON.stringify({ errors: p.errors } satisfies GraphQLResponse);
+    if (p.variableContexts.length > 0) {
+      const violation = contextViolation(p.variableContexts, req.variables, p.variableDefaults, this.contextLimits);
+      if (violation !== null) return JSON.stringify({ errors: [badRequest(violation)] } satisfies GraphQLResponse);
+    }
     if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
-    if (p.evaluationOnly && rt.pool !== null) {
-      // Read-your-writes through the pool: the worker waits for this node's current version.
-      const snapshot = rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot;
-      return rt.pool.graphql({
+    const pool = rt.pool;
+    if (p.evaluationOnly && pool !== null) {
+      if (pool.wants('graphql', p.evaluations)) return this.handOff(rt, auth, req, p.evaluations);
+      const t0 = performance.now();
+      const out = await this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
+      pool.policy.recordInline('graphql', (performance.now() - t0) * 1000, p.evaluations);
+      return out;
+    }
+    return this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
+  }
+
+  /**
+   * Runs an evaluation-only document in the worker pool. Read-your-writes: the worker needs this
+   * node's current version. Variables too deeply nested to hand over fail this request only.
+   */
+  private async handOff(rt: Runtime, auth: Authenticated, req: GraphQLRequest, evaluations: number): Promise<string> {
+    const snapshot = rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot;
+    try {
+      return await rt.pool!.graphql({
         orgId: auth.principal.orgId,
         version: snapshot.org.version,
         principal: auth.principal,
         query: req.query,
         operationName: req.operationName,
         variables: req.variables,
-      });
+      }, evaluations);
+    } catch (err) {
+      if (err instanceof VexilError && err.code === 'BAD_REQUEST') return JSON.stringify({ errors: [badRequest(err.message)] } satisfies GraphQLResponse);
+      throw err;
     }
-    return this.run(p, { rt, auth, deferredAny: p.deferredAny }, req.variables);
   }
 
   /**
@@ -215,6 +286,15 @@ export class GraphQLExecutor {
    * it mis-serialises the Any and DateTime scalars, so plain JSON.stringify it is.)
    */
   async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string> {
+    if (p.plan !== null) {
+      const planned = runPlan(p.plan, ctx, variables);
+      if (planned !== null) return planned;
+    }
+    return this.runGeneric(p, ctx, variables);
+  }
+
+  /** `run` through graphql-jit only (the plan's reference: test/graphql/plan.test.ts). */
+  async runGeneric(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string> {
     let result = p.run(undefined, ctx, variables ?? {});
     if (isPromise(result)) result = await result;
     const hasData = 'data' in result;

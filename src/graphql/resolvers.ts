@@ -11,30 +11,64 @@
  */
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Authenticated } from '../auth/authenticate.js';
-import type { Flag, FlagConfig } from '../domain/types.js';
+import type { Evaluation, Flag, FlagConfig } from '../domain/types.js';
 import { parseEvaluationBody } from '../domain/validation.js';
-import { evaluateForKey } from '../features/evaluation/service.js';
+import { evaluateForKey, explainForKey, type EvaluationInput } from '../features/evaluation/service.js';
+import { auditLog } from '../features/audit/service.js';
+import type { AuditActor } from '../domain/types.js';
 import * as flags from '../features/flags/service.js';
 import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
 import type { Runtime } from '../runtime.js';
+import type { OrgSnapshot } from '../engine/index.js';
+import type { EvalCounts } from '../ops/eval-counts.js';
+import { VexilError } from '../domain/errors.js';
 import { materializeAny, type ResolverMap } from './schema.js';
 
+/**
+ * What the evaluation fields (`evaluate`, `explainEvaluation`) read, and all an evaluation worker
+ * has: each organization's current snapshot, the request's clock, and the evaluation counters.
+ */
+export interface EvaluationEnv {
+  peek(orgId: string): OrgSnapshot | undefined;
+  now(): number;
+  evalCounts: EvalCounts;
+}
+
+const envs = new WeakMap<Runtime, EvaluationEnv>();
+
+/** The front thread's evaluation environment: the node's registry, clock and counters. */
+export function evaluationEnv(rt: Runtime): EvaluationEnv {
+  let env = envs.get(rt);
+  if (env === undefined) {
+    env = { peek: (orgId) => rt.snapshots.peek(orgId), now: () => rt.now(), evalCounts: rt.evalCounts };
+    envs.set(rt, env);
+  }
+  return env;
+}
+
 export interface GraphQLContext {
+  env: EvaluationEnv;
   /**
-   * In an evaluation worker only `snapshots.peek` and `now` exist (workers/evaluator.ts): the
-   * documents that run there resolve nothing but `evaluate`.
+   * The node's services, for the management fields; null in an evaluation worker, where documents
+   * resolve nothing but `evaluate` (execute.ts hands only those to the pool).
    */
-  rt: Runtime;
+  rt: Runtime | null;
   /** Taken once per request, before the query is read (401 / 402 / 429). */
   auth: Authenticated;
   /** The document has a variable nested in an `Any` literal (see schema.ts). */
   deferredAny: boolean;
 }
 
+/** The node's services, for a management field (never in an evaluation worker). */
+function services(ctx: GraphQLContext): Runtime {
+  if (ctx.rt === null) throw new VexilError('INTERNAL', 'A management field reached an evaluation worker');
+  return ctx.rt;
+}
+
 /** The request's principal with the organization's current snapshot. */
 export function authFor(ctx: GraphQLContext): Authenticated {
-  const snap = ctx.rt.snapshots.peek(ctx.auth.principal.orgId);
+  const snap = ctx.env.peek(ctx.auth.principal.orgId);
   if (snap === undefined || snap === ctx.auth.snapshot) return ctx.auth;
   return { principal: ctx.auth.principal, snapshot: snap };
 }
@@ -51,7 +85,7 @@ type Resolver<A = Args, S = unknown> = (source: S, args: A, ctx: GraphQLContext,
 const str = (v: unknown): string => v as string;
 const optStr = (v: unknown): string | null => (v === undefined || v === null ? null : (v as string));
 
-interface EvaluateArgs {
+export interface EvaluateArgs {
   key: string;
   userId: string;
   stage: string;
@@ -59,16 +93,47 @@ interface EvaluateArgs {
   clientId?: string | null;
 }
 
-const evaluate: Resolver<EvaluateArgs> = (_s, args, ctx, info) => {
-  // The same body check as REST (400 for an empty stage or userId, a non-object context, ...).
-  const input = parseEvaluationBody({
+/**
+ * The same body check as REST (400 for an empty stage or userId, a non-object context, ...), for
+ * `evaluate` arguments, with `context` (`args.context` with its nested variables filled in) given
+ * apart. Pure: the evaluation plan (plan.ts) runs it once per document when every argument is a
+ * literal.
+ */
+export const evaluateFieldInput = (args: Omit<EvaluateArgs, 'context'>, context: unknown): EvaluationInput =>
+  parseEvaluationBody({
     userId: args.userId,
     stage: args.stage,
     clientId: args.clientId ?? null,
-    context: args.context === undefined ? null : withVars(args.context, ctx, info),
+    context: context === undefined ? null : context,
   });
-  return evaluateForKey(authFor(ctx), args.key, input, ctx.rt.now(), 'AUTH_NOT_AUTHORIZED');
+
+const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
+  evaluateFieldInput(args, args.context === undefined ? undefined : withVars(args.context, ctx, info));
+
+/**
+ * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot.
+ * Not counted: the caller counts it with `countEvaluation` (the resolver at once, the plan once
+ * every field of the document has answered).
+ */
+export const evaluateField = (ctx: GraphQLContext, key: string, input: EvaluationInput): Evaluation =>
+  evaluateForKey(authFor(ctx), key, input, ctx.env.now(), 'AUTH_NOT_AUTHORIZED');
+
+/** Evaluation traffic (metrics), on the front thread or in a worker: the counters are shared. */
+export const countEvaluation = (ctx: GraphQLContext, ev: Evaluation): void => ctx.env.evalCounts.count(ev.reason.code);
+
+const evaluate: Resolver<EvaluateArgs> = (_s, args, ctx, info) => {
+  const ev = evaluateField(ctx, args.key, evaluationInput(args, ctx, info));
+  countEvaluation(ctx, ev);
+  return ev;
 };
+
+/**
+ * CONTRACT.md 12: a management read (the request's token came from the management bucket, and it
+ * is not one of the `evaluate` fields that limits.ts counts or the pool runs). Not evaluation
+ * traffic: not counted in metrics.
+ */
+const explainEvaluation: Resolver<EvaluateArgs> = (_s, args, ctx, info) =>
+  explainForKey(authFor(ctx), args.key, evaluationInput(args, ctx, info), ctx.env.now());
 
 const Query: Record<string, Resolver> = {
   flags: (_s, _a, ctx) => flags.listFlags(authFor(ctx)),
@@ -79,38 +144,40 @@ const Query: Record<string, Resolver> = {
   applications: (_s, _a, ctx) => orgs.readList(authFor(ctx), 'applications'),
   killSwitch: (_s, _a, ctx) => orgs.killSwitch(authFor(ctx)),
   evaluate: evaluate as unknown as Resolver,
-  managementKeys: (_s, _a, ctx) => keys.listKeys(ctx.rt, authFor(ctx)),
+  managementKeys: (_s, _a, ctx) => keys.listKeys(services(ctx), authFor(ctx)),
+  viewer: (_s, _a, ctx) => keys.selfKey(services(ctx), authFor(ctx)),
+  explainEvaluation: explainEvaluation as unknown as Resolver,
 };
 
 const createdKey = (r: keys.IssuedKey) => ({ id: r.id, key: r.key, managementKey: r.record });
 
 const Mutation: Record<string, Resolver> = {
-  createFlag: (_s, a, ctx, info) => flags.createFlag(ctx.rt, authFor(ctx), withVars(a.input, ctx, info)),
-  updateFlag: (_s, a, ctx, info) => flags.updateFlag(ctx.rt, authFor(ctx), str(a.name), withVars(a.input, ctx, info)),
-  archiveFlag: (_s, a, ctx) => flags.setArchived(ctx.rt, authFor(ctx), str(a.name), true),
-  restoreFlag: (_s, a, ctx) => flags.setArchived(ctx.rt, authFor(ctx), str(a.name), false),
+  createFlag: (_s, a, ctx, info) => flags.createFlag(services(ctx), authFor(ctx), withVars(a.input, ctx, info)),
+  updateFlag: (_s, a, ctx, info) => flags.updateFlag(services(ctx), authFor(ctx), str(a.name), withVars(a.input, ctx, info)),
+  archiveFlag: (_s, a, ctx) => flags.setArchived(services(ctx), authFor(ctx), str(a.name), true),
+  restoreFlag: (_s, a, ctx) => flags.setArchived(services(ctx), authFor(ctx), str(a.name), false),
   deleteFlag: async (_s, a, ctx) => {
-    await flags.deleteFlag(ctx.rt, authFor(ctx), str(a.name));
+    await flags.deleteFlag(services(ctx), authFor(ctx), str(a.name));
     return true;
   },
-  upsertFlagConfig: (_s, a, ctx, info) => flags.upsertConfig(ctx.rt, authFor(ctx), str(a.name), withVars(a.input, ctx, info)),
+  upsertFlagConfig: (_s, a, ctx, info) => flags.upsertConfig(services(ctx), authFor(ctx), str(a.name), withVars(a.input, ctx, info)),
   setFlagConfigEnabled: (_s, a, ctx) =>
-    flags.setConfigEnabled(ctx.rt, authFor(ctx), str(a.name), str(a.stage), optStr(a.clientId), a.enabled as boolean),
+    flags.setConfigEnabled(services(ctx), authFor(ctx), str(a.name), str(a.stage), optStr(a.clientId), a.enabled as boolean),
   deleteFlagConfig: async (_s, a, ctx) => {
-    await flags.deleteConfig(ctx.rt, authFor(ctx), str(a.name), str(a.stage), optStr(a.clientId));
+    await flags.deleteConfig(services(ctx), authFor(ctx), str(a.name), str(a.stage), optStr(a.clientId));
     return true;
   },
-  updateFlagEnvironments: (_s, a, ctx) => flags.updateFlagEnvironments(ctx.rt, authFor(ctx), str(a.name), a.environments),
-  replaceEnvironments: (_s, a, ctx) => orgs.replaceList(ctx.rt, authFor(ctx), 'environments', a.environments),
-  renameEnvironment: (_s, a, ctx) => orgs.renameInList(ctx.rt, authFor(ctx), 'environments', a.from, a.to),
-  replaceApplications: (_s, a, ctx) => orgs.replaceList(ctx.rt, authFor(ctx), 'applications', a.applications),
-  renameApplication: (_s, a, ctx) => orgs.renameInList(ctx.rt, authFor(ctx), 'applications', a.from, a.to),
-  replaceKillSwitch: (_s, a, ctx) => orgs.replaceKillSwitch(ctx.rt, authFor(ctx), a.rules),
-  createManagementKey: async (_s, a, ctx) => createdKey(await keys.createKey(ctx.rt, authFor(ctx), a.input)),
-  rotateManagementKey: async (_s, a, ctx) => createdKey(await keys.rotateKey(ctx.rt, authFor(ctx), str(a.id))),
-  disableManagementKey: (_s, a, ctx) => keys.disableKey(ctx.rt, authFor(ctx), str(a.id)),
+  updateFlagEnvironments: (_s, a, ctx) => flags.updateFlagEnvironments(services(ctx), authFor(ctx), str(a.name), a.environments),
+  replaceEnvironments: (_s, a, ctx) => orgs.replaceList(services(ctx), authFor(ctx), 'environments', a.environments),
+  renameEnvironment: (_s, a, ctx) => orgs.renameInList(services(ctx), authFor(ctx), 'environments', a.from, a.to),
+  replaceApplications: (_s, a, ctx) => orgs.replaceList(services(ctx), authFor(ctx), 'applications', a.applications),
+  renameApplication: (_s, a, ctx) => orgs.renameInList(services(ctx), authFor(ctx), 'applications', a.from, a.to),
+  replaceKillSwitch: (_s, a, ctx) => orgs.replaceKillSwitch(services(ctx), authFor(ctx), a.rules),
+  createManagementKey: async (_s, a, ctx) => createdKey(await keys.createKey(services(ctx), authFor(ctx), a.input)),
+  rotateManagementKey: async (_s, a, ctx) => createdKey(await keys.rotateKey(services(ctx), authFor(ctx), str(a.id))),
+  disableManagementKey: (_s, a, ctx) => keys.disableKey(services(ctx), authFor(ctx), str(a.id)),
   deleteManagementKey: async (_s, a, ctx) => {
-    await keys.deleteKey(ctx.rt, authFor(ctx), str(a.id));
+    await keys.deleteKey(services(ctx), authFor(ctx), str(a.id));
     return true;
   },
 };
@@ -120,4 +187,12 @@ const Flag: Record<string, Resolver<Args, Flag>> = {
   configs: (flag, _a, ctx): FlagConfig[] => flags.listConfigs(authFor(ctx), flag.name),
 };
 
-export const resolvers: ResolverMap = { Query, Mutation, Flag };
+// ---- audit log (CONTRACT.md 11) -------------------------------------------------------------------
+
+Query.auditLog = (_s, a, ctx) => auditLog(services(ctx), authFor(ctx), { target: a.target, type: a.type, limit: a.first, before: a.before });
+
+const AuditActor: Record<string, Resolver<Args, AuditActor>> = {
+  operator: (actor) => 'operator' in actor,
+};
+
+export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };

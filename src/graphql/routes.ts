@@ -9,17 +9,23 @@
  * → Content-Type not JSON 415 → body not a JSON object, or bad `query` / `variables` /
  * `operationName` / `extensions` 400 → `query` over MAX_QUERY_CHARS 413 → GraphQL (200).
  */
+import { clientAddress } from '../auth/client-address.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { Principal } from '../auth/permissions.js';
 import { badRequest, VexilError } from '../domain/errors.js';
 import { describeType } from '../domain/validation.js';
-import { jsonObjectBody } from '../http/exchange.js';
+import { bodyDeeperThan, jsonObjectBody } from '../http/exchange.js';
 import type { Route } from '../http/router.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
 import { GraphQLExecutor, type GraphQLRequest } from './execute.js';
 
 export const GRAPHQL_PATH = '/api/graphql';
+/**
+ * Deepest JSON body accepted (body, variables, then a variable's value): far above any context or
+ * input the schema takes, and refused before JSON.parse spends time on it (json-depth.ts).
+ */
+export const MAX_BODY_DEPTH = 256;
 /** Longest accepted `query` text, in characters (100 KiB). */
 export const MAX_QUERY_CHARS = 100 * 1024;
 
@@ -59,13 +65,22 @@ export function graphqlRoutes(rt: Runtime): Route[] {
   const executor = new GraphQLExecutor(rt.log, {
     maxDepth: rt.config.graphqlMaxDepth,
     maxEvaluations: rt.config.graphqlMaxEvaluations,
+    maxFields: rt.config.graphqlMaxFields,
+    context: rt.config.contextLimits,
   });
   return [
     {
       method: 'post',
       pattern: GRAPHQL_PATH,
+      maxBodyDepth: MAX_BODY_DEPTH,
       handler: async (inc) => {
-        const auth = await authenticate(rt, inc.managementKey, graphqlBucket);
+        const auth = await authenticate(rt, inc.managementKey, graphqlBucket, clientAddress(inc));
+        if (bodyDeeperThan(inc, MAX_BODY_DEPTH)) {
+          // Like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
+          const message = `The body is nested more than ${MAX_BODY_DEPTH} levels deep (VEXIL_CONTEXT_MAX_DEPTH is ${rt.config.contextLimits.maxDepth})`;
+          const errors = [{ message, path: [], extensions: { code: 'BAD_REQUEST', status: 400 } }];
+          return { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS };
+        }
         const req = parseGraphQLRequest(jsonObjectBody(inc));
         return { status: 200, raw: await executor.execute(rt, auth, req), headers: JSON_HEADERS };
       },

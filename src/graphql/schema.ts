@@ -4,7 +4,10 @@
  * Additions to the contract's schema (allowed: "more fields and arguments may be added"):
  * - `FlagConfig.enrollmentCutoff` and `UpsertFlagConfigInput.enrollmentCutoff` (the engine's
  *   enrollment cut-off, CONTRACT.md 6 step 11);
- * - `Flag.configs`, the flag's stage configurations (what REST `GET /api/flags/{name}` includes).
+ * - `Flag.configs`, the flag's stage configurations (what REST `GET /api/flags/{name}` includes);
+ * - `viewer` and `explainEvaluation` (CONTRACT.md 12, for the admin web UI).
+ *
+ * The audit log's types and `Query.auditLog` (CONTRACT.md 11) are kept together in `auditTypeDefs`.
  *
  * Scalars:
  * - `Any` is any JSON value. Inline literals of every kind are accepted (objects, lists, strings,
@@ -33,7 +36,27 @@ import {
 import { parseDateTime } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 
-export const typeDefs = /* GraphQL */ `
+/** Audit log (CONTRACT.md 11): the same rules as REST GET /api/audit. */
+const auditTypeDefs = /* GraphQL */ `
+type AuditActor { keyId: ID  keyName: String  operator: Boolean! }
+type AuditTarget { type: String!  name: String!  stage: String  clientId: String }
+type AuditEvent {
+  id: ID!
+  at: DateTime!
+  actor: AuditActor!
+  action: String!
+  target: AuditTarget!
+  application: String
+  before: Any
+  after: Any
+}
+extend type Query {
+  """Newest first. type: flag, key or organization; first: 1-500 (default 100); before: an event id."""
+  auditLog(target: String, type: String, first: Int, before: ID): [AuditEvent!]
+}
+`;
+
+const coreTypeDefs = /* GraphQL */ `
 """Any JSON value: object, list, string, number, boolean or null."""
 scalar Any
 """ISO 8601 date-time with a time zone, e.g. 2024-05-01T12:00:00Z; answered in UTC."""
@@ -141,6 +164,10 @@ type Query {
   killSwitch: [KillSwitchRule!]
   evaluate(key: String!, userId: String!, stage: String!, context: Any, clientId: String): Evaluation
   managementKeys: [ManagementKey!]
+  """The calling key's own record (never its value); any valid key may ask."""
+  viewer: ManagementKey
+  """What evaluate would answer, with its reason, for a key that can read the flag (CanRead)."""
+  explainEvaluation(key: String!, userId: String!, stage: String!, context: Any, clientId: String): Evaluation
 }
 
 type Mutation {
@@ -164,6 +191,8 @@ type Mutation {
   deleteManagementKey(id: ID!): Boolean
 }
 `;
+
+export const typeDefs = coreTypeDefs + auditTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 
@@ -358,3 +387,6 @@ export function buildVexilSchema(resolvers: ResolverMap): GraphQLSchema {
   }
   return schema;
 }
+
+/** An `Any` literal without variables as its JSON value (what graphql-jit embeds; evaluation plans). */
+export const anyLiteralValue = (node: ValueNode): unknown => anyFromLiteral(node, {});

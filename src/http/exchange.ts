@@ -1,19 +1,27 @@
 /**
- * One HTTP exchange on uWebSockets.js: capture what the handler needs from the request before the
- * first await (uWS requests are only valid synchronously), read the body under the 1 MiB cap,
- * run the handler, and write its reply (or a problem+json error) in one corked write, unless the
- * client has gone away.
+ * One HTTP exchange, whatever front carries it (native uWebSockets.js or node:http): the request as
+ * a handler sees it (`Incoming`), the answer it gives (`Reply`), and the one place that runs a
+ * handler and turns its result or error into bytes through the front's `ResponseWriter`.
+ *
+ * A front's job is only transport: capture the request's fields, read the body under the 1 MiB cap,
+ * call `runExchange`, and implement `ResponseWriter`. Everything a client can observe about errors,
+ * content types, streaming and shutdown is decided here, once, for both fronts.
  */
 import { isUtf8 } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
 import { VexilError } from '../domain/errors.js';
-import type { HttpRequest, HttpResponse } from './uws.js';
-import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
-import { STATUS_LINE } from './status.js';
+import { JsonDepthScanner, jsonDeeperThan } from '../domain/validation/json-depth.js';
 import type { Logger } from '../util/log.js';
+import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
+import type { Route } from './router.js';
 
 export const MAX_BODY_BYTES = 1 << 20;
 
 export interface Incoming {
+  /** 'GET', 'POST', … (upper case). */
+  method: string;
+  /** URL path without the query string, not decoded. */
+  path: string;
   /** Raw query string, without `?`. */
   query: string;
   /** Path parameters, URL-decoded. */
@@ -21,41 +29,157 @@ export interface Incoming {
   managementKey: string;
   operatorToken: string;
   contentType: string;
-  /** The raw body; empty when there is none. */
+  /** The raw body; empty when there is none, or when the front stopped keeping it (`bodyTooDeep`). */
   body: Buffer;
+  /**
+   * For a route with `Route.maxBodyDepth` and a JSON body: whether the body nests deeper than that,
+   * as the front found while it arrived (it then keeps none of it). null: not scanned.
+   */
+  bodyTooDeep: boolean | null;
+  /** The headers the route listed in `Route.headers` (lower-case names); '' when absent. */
+  headers: Record<string, string>;
+  /** The client's IP address as text. */
+  remoteAddress(): string;
+}
+
+export interface StreamSink {
+  write(chunk: string): void;
+  end(): void;
+  /** Called once when the client goes away, the stream is ended, or the node shuts down. */
+  onClose(cb: () => void): void;
+  readonly closed: boolean;
 }
 
 export interface Reply {
   status: number;
-  /** JSON-serialised unless `raw` is set; absent for 204. */
+  /** JSON-serialised unless `raw` is set; absent for 204 and 304. */
   body?: unknown;
-  raw?: string;
+  raw?: string | Buffer;
   headers?: Record<string, string>;
+  /** A streamed answer (server-sent events): called once status and headers are written. */
+  stream?: (sink: StreamSink) => void;
 }
 
 export type Handler = (inc: Incoming) => Reply | Promise<Reply>;
 
-const EMPTY = Buffer.alloc(0);
-
-function decodeParam(value: string): string {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    throw new VexilError('BAD_REQUEST', 'Malformed percent-encoding in the URL');
-  }
+/** What a front provides to answer one exchange. */
+export interface ResponseWriter {
+  /** True once the client went away; nothing may be written then. */
+  readonly aborted: boolean;
+  /** `performance.now()` when the request arrived (request duration metrics, access log). */
+  readonly startedAt: number;
+  /** This exchange's request id (`ExchangeContext.requestId`); the writer sends it as `x-request-id`. */
+  readonly requestId: string;
+  /** Writes a whole answer; `body` null means none (204, 304). */
+  send(status: number, headers: Record<string, string> | undefined, body: string | Buffer | null, close: boolean): void;
+  /** Writes status and headers and keeps the response open. */
+  open(status: number, headers: Record<string, string> | undefined): StreamSink;
 }
 
-export function writeReply(res: HttpResponse, reply: Reply): void {
-  res.cork(() => {
-    res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
-    if (reply.headers) for (const h in reply.headers) res.writeHeader(h, reply.headers[h]);
-    if (reply.status === 204) {
-      res.endWithoutBody();
-      return;
+/** Receives each answered exchange: pre-bound per route template and method (metrics). */
+export interface ExchangeObserver {
+  route(template: string, method: string): { observe(status: number, seconds: number): void };
+}
+
+/** The route label of requests that matched no route (404) or none of their path's methods (405). */
+export const UNMATCHED = '(unmatched)';
+
+/** Client-sent request ids we echo and log; anything else is replaced by one of ours. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@\/+=-]{1,128}$/;
+
+export const EMPTY_BODY = Buffer.alloc(0);
+export const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * What every front shares: in-flight accounting for graceful shutdown, open streams, and the hook
+ * that observes each answer (metrics, access log).
+ */
+export class ExchangeContext {
+  /** Exchanges whose request has arrived and whose answer is not yet written. */
+  inFlight = 0;
+  /** Set when the node begins shutting down: answers carry `Connection: close`. */
+  draining = false;
+  private readonly streams = new Set<StreamSink & { end(): void }>();
+  private idleWaiters: (() => void)[] = [];
+  /** The node's log for HTTP (access lines, unexpected errors). */
+  readonly log: Logger;
+  private readonly observers = new Map<Route | null, { template: string; method: string; obs: ReturnType<ExchangeObserver['route']> | null }>();
+  private readonly idPrefix = randomBytes(4).toString('hex') + '-';
+  private seq = 0;
+
+  constructor(log: Logger, private readonly observer: ExchangeObserver | null = null) {
+    this.log = log.child({ component: 'http' });
+  }
+
+  /** The client's `x-request-id` when it is sane, else a fresh one unique to this node. */
+  requestId(fromClient: string): string {
+    if (fromClient !== '' && SANE_REQUEST_ID.test(fromClient)) return fromClient;
+    return this.idPrefix + (++this.seq).toString(36);
+  }
+
+  /**
+   * Records one answered exchange: request count and duration by route template (metrics), and
+   * the access log line (debug, or info for 5xx). Route templates only, never the raw path.
+   */
+  observe(route: Route | null, w: ResponseWriter, status: number): void {
+    if (this.observer === null && status < 500 && !this.log.debugEnabled) return;
+    let o = this.observers.get(route);
+    if (o === undefined) {
+      const template = route === null ? UNMATCHED : route.pattern;
+      const method = route === null ? 'ANY' : route.method === 'del' ? 'DELETE' : route.method.toUpperCase();
+      o = { template, method, obs: this.observer?.route(template, method) ?? null };
+      this.observers.set(route, o);
     }
-    if (!reply.headers?.['content-type']) res.writeHeader('content-type', 'application/json');
-    res.end(reply.raw ?? JSON.stringify(reply.body ?? null));
-  });
+    const seconds = (performance.now() - w.startedAt) / 1000;
+    o.obs?.observe(status, seconds);
+    if (status >= 500 || this.log.debugEnabled) {
+      const fields = { reqId: w.requestId, method: o.method, route: o.template, status, ms: Math.round(seconds * 1e6) / 1e3 };
+      if (status >= 500) this.log.info('request', fields);
+      else this.log.debug('request', fields);
+    }
+  }
+
+  begin(): void {
+    this.inFlight++;
+  }
+
+  done(): void {
+    if (--this.inFlight === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  trackStream(sink: StreamSink): void {
+    this.streams.add(sink);
+    sink.onClose(() => this.streams.delete(sink));
+  }
+
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Ends every open stream (shutdown). */
+  endStreams(): void {
+    for (const s of [...this.streams]) s.end();
+  }
+
+  /** Resolves when no exchange is in flight, or after `ms`; true when idle. */
+  idle(ms: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.idleWaiters = this.idleWaiters.filter((w) => w !== wake);
+        resolve(false);
+      }, ms);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.idleWaiters.push(wake);
+    });
+  }
 }
 
 export function errorReply(err: VexilError, extraHeaders?: Record<string, string>): Reply {
@@ -66,100 +190,135 @@ export function errorReply(err: VexilError, extraHeaders?: Record<string, string
 }
 
 /**
- * Wraps a handler for uWS. `paramCount` path parameters are captured; `readBody` says whether the
- * method may carry a body.
+ * Writes `reply` through `w` (unless the client has gone away), records it (`ExchangeContext.observe`,
+ * under `route`'s template) and ends the exchange.
  */
-export function exchange(log: Logger, paramCount: number, readBody: boolean, handler: Handler, onError?: (err: VexilError) => Reply) {
-  const fail = (res: HttpResponse, state: { aborted: boolean }, err: unknown) => {
-    const ve = asVexilError(err);
-    if (ve.code === 'INTERNAL') log.error('unexpected error', { err: (ve.cause ?? ve) as Error });
-    if (!state.aborted) writeReply(res, onError ? onError(ve) : errorReply(ve));
-  };
-
-  return (res: HttpResponse, req: HttpRequest): void => {
-    const state = { aborted: false };
-    res.onAborted(() => {
-      state.aborted = true;
-    });
-    let inc: Incoming;
-    try {
-      const params: string[] = [];
-      for (let i = 0; i < paramCount; i++) params.push(decodeParam(req.getParameter(i) ?? ''));
-      inc = {
-        query: req.getQuery() ?? '',
-        params,
-        managementKey: req.getHeader('x-management-key'),
-        operatorToken: req.getHeader('x-operator-token'),
-        contentType: req.getHeader('content-type'),
-        body: EMPTY,
-      };
-    } catch (err) {
-      fail(res, state, err);
+export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply, close = false, route: Route | null = null): void {
+  try {
+    if (w.aborted) return;
+    ctx.observe(route, w, reply.status);
+    if (reply.stream !== undefined) {
+      const sink = w.open(reply.status, reply.headers);
+      ctx.trackStream(sink);
+      if (ctx.draining) sink.end();
+      else reply.stream(sink);
       return;
     }
-    const run = () => {
-      let out: Reply | Promise<Reply>;
-      try {
-        out = handler(inc);
-      } catch (err) {
-        fail(res, state, err);
-        return;
-      }
-      if (out instanceof Promise) {
-        out.then(
-          (reply) => {
-            if (!state.aborted) writeReply(res, reply);
-          },
-          (err) => fail(res, state, err),
-        );
-      } else if (!state.aborted) {
-        writeReply(res, out);
-      }
-    };
-
-    const length = req.getHeader('content-length');
-    const chunked = req.getHeader('transfer-encoding') !== '';
-    if (!readBody || (!chunked && (length === '' || length === '0'))) {
-      run();
-      return;
+    let headers = reply.headers;
+    let body: string | Buffer | null = null;
+    if (reply.status !== 204 && reply.status !== 304) {
+      body = reply.raw ?? JSON.stringify(reply.body ?? null);
+      if (headers === undefined) headers = JSON_CONTENT;
+      else if (headers['content-type'] === undefined) headers = { ...headers, 'content-type': 'application/json' };
     }
-    if (length !== '' && Number(length) > MAX_BODY_BYTES) {
-      tooLarge(res, state);
-      return;
-    }
-    let chunks: Buffer[] | null = [];
-    let size = 0;
-    res.onData((chunk, isLast) => {
-      if (chunks === null) return;
-      size += chunk.byteLength;
-      if (size > MAX_BODY_BYTES) {
-        chunks = null;
-        tooLarge(res, state);
-        return;
-      }
-      // uWS reuses the chunk's memory after this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (isLast) {
-        inc.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-        chunks = null;
-        run();
-      }
-    });
-  };
+    w.send(reply.status, headers, body, close || ctx.draining);
+  } finally {
+    ctx.done();
+  }
 }
 
-function tooLarge(res: HttpResponse, state: { aborted: boolean }): void {
-  if (state.aborted) return;
-  state.aborted = true;
-  const reply = errorReply(new VexilError('PAYLOAD_TOO_LARGE', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`), { connection: 'close' });
-  res.cork(() => {
-    res.writeStatus(STATUS_LINE[413]);
-    for (const h in reply.headers) res.writeHeader(h, reply.headers![h]);
-    res.end(JSON.stringify(reply.body), true);
-  });
+const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'application/json' }) as Record<string, string>;
+
+function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
+  const ve = asVexilError(err);
+  if (ve.code === 'INTERNAL') ctx.log.error('unexpected error', { reqId: w.requestId, route: route?.pattern, err: (ve.cause ?? ve) as Error });
+  return route?.onError ? route.onError(ve) : errorReply(ve);
 }
+
+/**
+ * Answers with an error (transport failures such as 413 before a handler runs). `route` shapes the
+ * error (null: problem+json); `observedAs` is the route it is recorded under (default `route`).
+ */
+export function sendError(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown, close = false, observedAs: Route | null = route): void {
+  sendReply(ctx, w, failReply(ctx, w, route, err), close, observedAs);
+}
+
+/**
+ * Runs `route.handler` and answers. Synchronous all the way when the handler is (the hot path: no
+ * promise per request). The caller has called `ctx.begin()`.
+ */
+export function runExchange(ctx: ExchangeContext, route: Route, inc: Incoming, w: ResponseWriter): void {
+  let out: Reply | Promise<Reply>;
+  try {
+    out = route.handler(inc);
+  } catch (err) {
+    answer(ctx, w, route, inc, failReply(ctx, w, route, err));
+    return;
+  }
+  if (out instanceof Promise) {
+    out.then(
+      (reply) => answer(ctx, w, route, inc, reply),
+      (err) => answer(ctx, w, route, inc, failReply(ctx, w, route, err)),
+    );
+  } else {
+    answer(ctx, w, route, inc, out);
+  }
+}
+
+/** Sends a handler's answer; a cross-origin route (cors.ts) adds its CORS headers, errors included. */
+function answer(ctx: ExchangeContext, w: ResponseWriter, route: Route, inc: Incoming, reply: Reply): void {
+  const cors = route.cors;
+  sendReply(ctx, w, cors !== undefined && cors.enabled ? cors.decorate(reply, inc.headers.origin ?? '') : reply, false, route);
+}
+
+export function decodeParam(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    throw new VexilError('BAD_REQUEST', 'Malformed percent-encoding in the URL');
+  }
+}
+
+export const tooLargeError = () => new VexilError('PAYLOAD_TOO_LARGE', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
 
 // ---- body helpers ---------------------------------------------------------------------------------
+
+/**
+ * Collects a request body as its chunks arrive, for every front: the size cap (413), and for a
+ * route with `maxBodyDepth` and a JSON content type the nesting scan (CONTRACT.md 8). A body found
+ * too deep is no longer kept: the rest of it is only counted, never copied or scanned, so a
+ * 100,000-deep context costs the node what it reads, not what it would buffer and scan.
+ */
+export class BodyReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private readonly scanner: JsonDepthScanner | null;
+
+  constructor(route: Route, inc: Incoming) {
+    this.scanner = route.maxBodyDepth !== undefined && isJsonContentType(inc.contentType) ? new JsonDepthScanner(route.maxBodyDepth) : null;
+  }
+
+  /**
+   * Adds a chunk; false once the body is over MAX_BODY_BYTES. `copy`: the chunk's memory is reused
+   * after the call (uWS), so a kept chunk is copied.
+   */
+  push(chunk: Uint8Array, copy: boolean): boolean {
+    this.size += chunk.byteLength;
+    if (this.size > MAX_BODY_BYTES) return false;
+    const sc = this.scanner;
+    if (sc !== null && (sc.tooDeep || sc.feed(chunk))) {
+      this.chunks.length = 0;
+      return true;
+    }
+    this.chunks.push(copy ? Buffer.copyBytesFrom(chunk) : (chunk as Buffer));
+    return true;
+  }
+
+  /** Puts the body (and the scan's verdict) into `inc`. */
+  finish(inc: Incoming): void {
+    const c = this.chunks;
+    inc.body = c.length === 0 ? EMPTY_BODY : c.length === 1 ? c[0] : Buffer.concat(c);
+    inc.bodyTooDeep = this.scanner === null ? null : this.scanner.tooDeep;
+  }
+}
+
+/**
+ * Whether the JSON body nests deeper than `max` (the route's `maxBodyDepth`): the front's verdict
+ * when it scanned the body as it arrived, else a scan now.
+ */
+export function bodyDeeperThan(inc: Incoming, max: number): boolean {
+  return inc.bodyTooDeep ?? (isJsonContentType(inc.contentType) && jsonDeeperThan(inc.body, max));
+}
 
 export const isJsonContentType = (ct: string): boolean => {
   if (ct === 'application/json') return true;

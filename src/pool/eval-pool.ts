@@ -1,34 +1,55 @@
 /**
- * The front thread's side of the evaluation pool: replicates snapshots to the workers and hands
- * them evaluations in batches. A Piscina task per request costs far more than an evaluation, so
- * requests that arrive in the same event-loop turn travel together (up to `maxBatch`).
+ * The front thread's side of the evaluation pool: writes the snapshots once into shared memory for
+ * the workers (src/snapshots/shared-store.ts) and hands them evaluations in batches. A Piscina
+ * task per request costs far more than an evaluation, so requests that arrive in the same
+ * event-loop turn travel together (up to `maxBatch`), encoded in one transferred buffer
+ * (protocol.ts).
+ *
+ * Isolation (CONTRACT.md 8): an item that cannot be encoded fails its own request with 400 and
+ * never reaches a worker; a worker answers each item on its own (an error in one is that item's
+ * answer); a batch whose worker died is retried item by item, each in a task of its own, so a
+ * poison item fails only itself. Evaluations handed to the pool and not yet answered are counted
+ * (`queued`); past `queueMax` a request is refused with 503 and `Retry-After: 1` instead of queued.
  */
 import { BroadcastChannel } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
-import { VexilError } from '../domain/errors.js';
+import { badRequest, VexilError } from '../domain/errors.js';
 import type { Evaluation } from '../domain/types.js';
-import type { OrgSnapshot } from '../evaluation/index.js';
-import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
+import type { SnapshotRegistry } from '../snapshots/registry.js';
+import { SharedStoreWriter } from '../snapshots/shared-store.js';
 import { projectPath } from '../util/paths.js';
 import type { Logger } from '../util/log.js';
-import type { EvalItem, EvalOutcome, FlagData, GraphQLItem, PoolItem, SnapshotMessage, WorkerData } from './protocol.js';
+import { HandOffPolicy, type HandOffMode, type Transport } from './handoff.js';
+import {
+  decodeLines,
+  decodeOutcome,
+  encodeItem,
+  encodeLines,
+  type EvalItem,
+  type EvalOutcome,
+  type EvalTask,
+  type GraphQLItem,
+  type PoolItem,
+  type StoreMessage,
+  type WorkerData,
+} from './protocol.js';
 
-const flagData = (snap: OrgSnapshot, name: string): FlagData | null => {
-  const c = snap.flags.get(name);
-  return c === undefined ? null : { flag: c.flag, configs: [...c.configs.values()].map((cc) => cc.config) };
-};
-
-export function fullMessage(snap: OrgSnapshot): SnapshotMessage {
-  const flags: FlagData[] = [];
-  for (const name of snap.flags.keys()) flags.push(flagData(snap, name)!);
-  return { type: 'full', org: snap.org, flags };
-}
+/** How long an item may wait for a worker to receive the snapshot version it needs. */
+const STALE_WAIT_MS = 2000;
 
 interface Pending {
-  item: PoolItem;
+  line: string;
+  transport: Transport;
+  /** Evaluations this item stands for (a GraphQL document: its `evaluate` fields). */
+  weight: number;
+  /** Front-thread µs spent on this item so far (encoding, its share of the task). */
+  spentUs: number;
   resolve: (outcome: EvalOutcome) => void;
   reject: (err: unknown) => void;
-  retried: boolean;
+  crashes: number;
+  /** Until when a worker may answer "retry" (0: it has not yet). */
+  deadline: number;
 }
 
 export interface PoolOptions {
@@ -36,6 +57,16 @@ export interface PoolOptions {
   channel: string;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
+  /** Per-reason evaluation counters the workers add to (ops/eval-counts.ts). */
+  evalCounts: SharedArrayBuffer;
+  /** VEXIL_EVAL_QUEUE_MAX: evaluations handed to the pool and not yet answered. */
+  queueMax: number;
+  /** VEXIL_EVAL_HANDOFF. */
+  handoff: HandOffMode;
+  /** VEXIL_WORKER_FLAG_CACHE: compiled flags per worker. */
+  flagCache: number;
+  /** Dead bytes below which the shared store never compacts an organization (tests lower it). */
+  compactMinBytes?: number;
 }
 
 export class EvalPool {
@@ -43,30 +74,50 @@ export class EvalPool {
   private readonly channel: BroadcastChannel;
   private pending: Pending[] = [];
   private scheduled = false;
-  /** Items handed to the workers so far (tests and diagnostics). */
+  private readonly queueMax: number;
+  /** Decides per request between the front thread and the pool. */
+  readonly policy: HandOffPolicy;
+  /** Evaluations handed to the pool and not yet answered (CONTRACT.md 8 VEXIL_EVAL_QUEUE_MAX). */
+  queued = 0;
+  /** Requests handed to the workers so far (tests and diagnostics; a retried one counts once). */
   itemsSent = 0;
+  /** Requests refused because the queue was full. */
+  refused = 0;
+  /** The workers' flag data, written once per change (its `stats` count what was written and posted). */
+  readonly store: SharedStoreWriter;
 
   constructor(
-    private readonly registry: SnapshotRegistry,
+    registry: SnapshotRegistry,
     opts: PoolOptions,
     private readonly log: Logger,
     private readonly maxBatch = 64,
   ) {
+    this.queueMax = opts.queueMax;
+    this.policy = new HandOffPolicy({ mode: opts.handoff, threads: opts.threads });
     this.channel = new BroadcastChannel(opts.channel);
     this.channel.unref();
+    this.store = new SharedStoreWriter((msg) => this.channel.postMessage(msg), { compactMinBytes: opts.compactMinBytes });
+    // A starting worker gets references to the shared memory (one small message per
+    // organization), not the data: nothing is copied per worker.
     this.channel.onmessage = (ev: unknown) => {
-      if ((ev as { data: SnapshotMessage }).data.type === 'hello') this.sendAll();
+      if ((ev as { data: StoreMessage }).data.type === 'hello') this.store.replay();
     };
-    registry.onChange((orgId, snap, touches) => this.replicate(orgId, snap, touches));
+    for (const orgId of registry.loadedOrgIds()) this.store.update(orgId, registry.peek(orgId)!, 'all');
+    registry.onChange((orgId, snap, touches) => this.store.update(orgId, snap, touches));
     this.pool = new Piscina({
       filename: projectPath('dist', 'workers', 'evaluator.js'),
       minThreads: opts.threads,
       maxThreads: opts.threads,
       idleTimeout: 2 ** 31 - 1,
+      // Between tasks a worker must keep its event loop turning to receive new generations of the
+      // shared store from the BroadcastChannel; Atomics.wait ('sync', Piscina's default) would block it.
+      atomics: 'disabled',
       workerData: {
         channel: opts.channel,
         graphqlMaxDepth: opts.graphqlMaxDepth,
         graphqlMaxEvaluations: opts.graphqlMaxEvaluations,
+        evalCounts: opts.evalCounts,
+        flagCache: opts.flagCache,
       } satisfies WorkerData,
     });
     this.pool.on('error', (err: unknown) => this.log.error('evaluation worker error', { err: err as Error }));
@@ -76,36 +127,55 @@ export class EvalPool {
     return this.pool.threads.length;
   }
 
-  private post(msg: SnapshotMessage): void {
-    this.channel.postMessage(msg);
-  }
-
-  private sendAll(): void {
-    for (const orgId of this.registry.loadedOrgIds()) {
-      const snap = this.registry.peek(orgId);
-      if (snap !== undefined) this.post(fullMessage(snap));
-    }
-  }
-
-  private replicate(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
-    if (snap === null) this.post({ type: 'drop', orgId });
-    else if (touches === 'all') this.post(fullMessage(snap));
-    else if (touches === 'settings') this.post({ type: 'settings', org: snap.org });
-    else this.post({ type: 'flag', org: snap.org, name: touches.flag, data: flagData(snap, touches.flag) });
+  /** Whether a request with `evaluations` evaluations should go to the workers (handoff.ts). */
+  wants(transport: Transport, evaluations: number): boolean {
+    return this.policy.handOff(transport, evaluations, this.queued);
   }
 
   evaluate(item: Omit<EvalItem, 'kind'>): Promise<Evaluation> {
-    return this.submit({ kind: 'eval', ...item }) as Promise<Evaluation>;
+    return this.submit({ kind: 'eval', ...item }, 'rest', 1) as Promise<Evaluation>;
   }
 
-  /** Executes an evaluation-only GraphQL document in a worker; resolves with the serialised response. */
-  async graphql(item: Omit<GraphQLItem, 'kind'>): Promise<string> {
-    return ((await this.submit({ kind: 'graphql', ...item })) as { graphql: string }).graphql;
+  /**
+   * Executes an evaluation-only GraphQL document with `evaluations` evaluate fields in a worker;
+   * resolves with the serialised response.
+   */
+  async graphql(item: Omit<GraphQLItem, 'kind'>, evaluations: number): Promise<string> {
+    return ((await this.submit({ kind: 'graphql', ...item }, 'graphql', evaluations)) as { graphql: string }).graphql;
   }
 
-  private submit(item: PoolItem): Promise<EvalOutcome> {
+  private submit(item: PoolItem, transport: Transport, weight: number): Promise<EvalOutcome> {
+    if (this.queued + weight > this.queueMax) {
+      this.refused++;
+      return Promise.reject(new VexilError('UNAVAILABLE', 'The evaluation queue of this node is full; try again', { retryAfter: 1 }));
+    }
+    const started = performance.now();
+    let line: string;
+    try {
+      line = encodeItem(item);
+    } catch (err) {
+      if (err instanceof RangeError) {
+        return Promise.reject(badRequest(item.kind === 'eval' ? 'context is nested too deeply' : 'variables are nested too deeply'));
+      }
+      throw err;
+    }
+    this.queued += weight;
+    this.itemsSent++;
     return new Promise((resolve, reject) => {
-      this.enqueue({ item, resolve, reject, retried: false });
+      const settle = <T>(fn: (v: T) => void) => (v: T) => {
+        this.queued -= weight;
+        fn(v);
+      };
+      this.enqueue({
+        line,
+        transport,
+        weight,
+        spentUs: (performance.now() - started) * 1000,
+        resolve: settle(resolve),
+        reject: settle(reject),
+        crashes: 0,
+        deadline: 0,
+      });
     });
   }
 
@@ -123,28 +193,59 @@ export class EvalPool {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    this.itemsSent += batch.length;
-    this.pool.run({ nowMs: Date.now(), items: batch.map((p) => p.item) }).then(
-      (outcomes: EvalOutcome[]) => {
-        for (let i = 0; i < batch.length; i++) {
-          const o = outcomes[i];
-          if ('error' in o) {
-            batch[i].reject(new VexilError(o.error === 'NOT_FOUND' ? 'NOT_FOUND' : 'UNAVAILABLE', o.message));
-          } else batch[i].resolve(o);
-        }
-      },
-      (err: unknown) => {
-        // A worker died mid-task: Piscina replaces it; retry each request once, then give up.
-        this.log.warn('evaluation batch failed', { err: err as Error, size: batch.length });
-        for (const p of batch) {
-          if (p.retried) p.reject(new VexilError('UNAVAILABLE', 'Evaluation worker failed; try again', { cause: err }));
-          else this.enqueue({ ...p, retried: true });
-        }
-      },
+    this.run(batch);
+  }
+
+  private run(batch: Pending[]): void {
+    const started = performance.now();
+    const items = encodeLines(batch.map((p) => p.line));
+    const task: EvalTask = { nowMs: Date.now(), items };
+    const share = ((performance.now() - started) * 1000) / batch.length;
+    this.pool.run(task, { transferList: [items.buffer as ArrayBuffer] }).then(
+      (answer: Uint8Array) => this.complete(batch, answer, share),
+      (err: unknown) => this.crashed(batch, err),
     );
   }
 
+  private complete(batch: Pending[], answer: Uint8Array, share: number): void {
+    const started = performance.now();
+    const lines = decodeLines(answer);
+    const decodeShare = ((performance.now() - started) * 1000) / batch.length;
+    for (let i = 0; i < batch.length; i++) {
+      const p = batch[i];
+      const t0 = performance.now();
+      const o = i < lines.length ? decodeOutcome(lines[i]) : ({ error: 'INTERNAL', message: 'Missing answer' } as const);
+      if ('retry' in o) {
+        // The worker has not received the snapshot version yet: hand the item out again shortly.
+        // The wait counts from the first such answer (not from submission: a worker may still be starting).
+        if (p.deadline === 0) p.deadline = Date.now() + STALE_WAIT_MS;
+        if (Date.now() >= p.deadline) p.reject(new VexilError('UNAVAILABLE', 'Evaluation worker has not received the current snapshot'));
+        else setTimeout(() => this.enqueue(p), 2);
+        continue;
+      }
+      if ('error' in o) p.reject(new VexilError(o.error === 'NOT_FOUND' ? 'NOT_FOUND' : 'INTERNAL', o.message));
+      else p.resolve(o);
+      this.policy.recordHandOff(p.transport, p.spentUs + share + decodeShare + (performance.now() - t0) * 1000);
+    }
+  }
+
+  /**
+   * The task failed as a whole: a worker died mid-task (Piscina replaces it). Each item is handed
+   * out again in a task of its own, so an item that kills its worker fails only its own request;
+   * an item whose own task failed twice is answered 503.
+   */
+  private crashed(batch: Pending[], err: unknown): void {
+    this.log.warn('evaluation batch failed', { err: err as Error, size: batch.length });
+    for (const p of batch) {
+      p.crashes++;
+      if (p.crashes > 2 || (p.crashes === 2 && batch.length === 1)) {
+        p.reject(new VexilError('UNAVAILABLE', 'Evaluation worker failed; try again', { cause: err }));
+      } else this.run([p]);
+    }
+  }
+
   async close(): Promise<void> {
+    this.policy.close();
     this.channel.close();
     await this.pool.destroy();
   }

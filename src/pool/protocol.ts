@@ -1,27 +1,25 @@
 /**
  * Messages between the front thread and the evaluation workers.
  *
- * Snapshot replication goes over a BroadcastChannel (one per node): every worker receives every
- * update, in the order the front thread applied them. Each evaluation item carries the snapshot
- * version the front thread had when it accepted the request; a worker that is behind waits for
- * that version before evaluating, so a node never answers from older data than it already served
- * (read-your-writes holds through the pool).
+ * Flag data is not sent at all: the front thread writes it once into shared memory
+ * (src/snapshots/shared-store.ts) and a BroadcastChannel (one per node) carries only references to
+ * that memory when an organization gets a fresh generation of it, and one small version
+ * notification per change. Each evaluation item carries the snapshot version the front thread had
+ * when it accepted the request; a worker that is behind answers that item "retry" (the front
+ * thread hands it out again shortly, up to 2 s) and evaluates the rest of the batch at once, so a
+ * node never answers from older data than it already served (read-your-writes holds through the
+ * pool) and one organization never holds up another's answers.
+ *
+ * A batch crosses the thread boundary as one transferred byte buffer, not as a cloned object graph:
+ * one JSON text per item, one item per line (JSON.stringify never writes a raw newline). Each item
+ * is serialised on the front thread when it is submitted, so an input that cannot be serialised
+ * (a context nested deeper than the stack allows) fails its own request there and never reaches a
+ * worker. The answers come back the same way: one line per item, tagged by its first character.
  */
 import type { Principal } from '../auth/permissions.js';
-import type { Evaluation, Flag, FlagConfig, Organization } from '../domain/types.js';
+import type { Evaluation } from '../domain/types.js';
 
-export interface FlagData {
-  flag: Flag;
-  configs: FlagConfig[];
-}
-
-export type SnapshotMessage =
-  | { type: 'full'; org: Organization; flags: FlagData[] }
-  | { type: 'flag'; org: Organization; name: string; data: FlagData | null }
-  | { type: 'settings'; org: Organization }
-  | { type: 'drop'; orgId: string }
-  /** Sent by a worker that has just started: the front thread answers with full snapshots. */
-  | { type: 'hello' };
+export type { StoreMessage } from '../snapshots/shared-store.js';
 
 export interface EvalItem {
   kind: 'eval';
@@ -37,7 +35,7 @@ export interface EvalItem {
 
 /**
  * A GraphQL document whose operation only evaluates (see GraphQLExecutor.prepare): the worker
- * executes it with graphql-jit against its replica and answers the serialised response.
+ * executes it against its replica and answers the serialised response.
  */
 export interface GraphQLItem {
   kind: 'graphql';
@@ -49,19 +47,78 @@ export interface GraphQLItem {
   variables: Record<string, unknown> | null;
 }
 
+/** A Principal as JSON carries it (its permission set as an array). */
+export type SerialPrincipal = Omit<Principal, 'permissions'> & { permissions: string[] };
+
 export type PoolItem = EvalItem | GraphQLItem;
 
+/** One Piscina task: a batch of encoded items (`encodeItem` lines joined by '\n', UTF-8). */
 export interface EvalTask {
   nowMs: number;
-  items: PoolItem[];
+  items: Uint8Array;
 }
 
-export type PoolError = { error: 'NOT_FOUND' | 'STALE' | 'INTERNAL'; message: string };
-/** An evaluation, a serialised GraphQL response, or an error. */
-export type EvalOutcome = Evaluation | { graphql: string } | PoolError;
+export type PoolError = { error: 'NOT_FOUND' | 'INTERNAL'; message: string };
+/** An evaluation, a serialised GraphQL response, an error, or "not yet: hand it out again". */
+export type EvalOutcome = Evaluation | { graphql: string } | PoolError | { retry: true };
 
 export interface WorkerData {
   channel: string;
+  /** The node's per-reason evaluation counters (ops/eval-counts.ts), shared by every worker. */
+  evalCounts: SharedArrayBuffer;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
+  /** VEXIL_WORKER_FLAG_CACHE: compiled flags each worker keeps (least recently used go first). */
+  flagCache: number;
+}
+
+// ------------------------------------------------------------------ encoding (pure)
+
+/** One item as one line of JSON. Throws (RangeError) when the input nests deeper than the stack. */
+export function encodeItem(item: PoolItem): string {
+  if (item.kind === 'graphql') {
+    return JSON.stringify({ ...item, principal: { ...item.principal, permissions: [...item.principal.permissions] } });
+  }
+  return JSON.stringify(item);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Lines joined into one buffer of its own (transferable: never a slice of a shared pool). */
+export const encodeLines = (lines: string[]): Uint8Array => encoder.encode(lines.join('\n'));
+
+export const decodeLines = (buf: Uint8Array): string[] => {
+  const text = decoder.decode(buf);
+  return text === '' ? [''] : text.split('\n');
+};
+
+export function decodeItem(line: string): PoolItem {
+  const item = JSON.parse(line) as PoolItem;
+  if (item.kind === 'graphql') {
+    const p = item.principal as unknown as SerialPrincipal;
+    item.principal = { ...p, permissions: new Set(p.permissions) } as Principal;
+  }
+  return item;
+}
+
+/** Answer tags: the first character of each answer line. */
+const TAG_EVAL = 'V';
+const TAG_GRAPHQL = 'G';
+const TAG_ERROR = 'E';
+const TAG_RETRY = 'R';
+
+export function encodeOutcome(o: EvalOutcome): string {
+  if ('retry' in o) return TAG_RETRY;
+  if ('error' in o) return TAG_ERROR + JSON.stringify(o);
+  if ('graphql' in o) return TAG_GRAPHQL + o.graphql;
+  return TAG_EVAL + JSON.stringify(o);
+}
+
+export function decodeOutcome(line: string): EvalOutcome {
+  const tag = line.charAt(0);
+  if (tag === TAG_GRAPHQL) return { graphql: line.slice(1) };
+  if (tag === TAG_RETRY) return { retry: true };
+  if (tag === TAG_EVAL || tag === TAG_ERROR) return JSON.parse(line.slice(1)) as EvalOutcome;
+  return { error: 'INTERNAL', message: 'Malformed answer from an evaluation worker' };
 }

@@ -13,6 +13,18 @@ export interface Bucket {
 
 export type BucketKind = 'eval' | 'mgmt';
 
+/** Adds what `rate` tokens per second earned since the bucket's last update, up to `capacity`. */
+export function refill(b: Bucket, nowMs: number, rate: number, capacity: number): void {
+  const elapsed = nowMs - b.updatedMs;
+  if (elapsed > 0) {
+    b.tokens = Math.min(capacity, b.tokens + (elapsed * rate) / 1000);
+    b.updatedMs = nowMs;
+  }
+}
+
+/** Whole seconds until a bucket holding `tokens` has one token again (at least 1). */
+export const secondsUntilToken = (tokens: number, rate: number): number => Math.max(1, Math.ceil((1 - tokens) / rate));
+
 export class RateLimiter {
   private readonly buckets: Record<BucketKind, Map<string, Bucket>> = { eval: new Map(), mgmt: new Map() };
   /** This node's rates: the configured rates divided by the number of live nodes. */
@@ -52,12 +64,7 @@ export class RateLimiter {
       map.set(keyId, b);
       return b;
     }
-    const rate = this.rates[kind];
-    const elapsed = nowMs - b.updatedMs;
-    if (elapsed > 0) {
-      b.tokens = Math.min(this.capacity(kind), b.tokens + (elapsed * rate) / 1000);
-      b.updatedMs = nowMs;
-    }
+    refill(b, nowMs, this.rates[kind], this.capacity(kind));
     return b;
   }
 
@@ -71,7 +78,7 @@ export class RateLimiter {
       b.tokens -= 1;
       return 0;
     }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.rates[kind]));
+    return secondsUntilToken(b.tokens, this.rates[kind]);
   }
 
   /**

@@ -6,19 +6,24 @@
  * A change names an organization, the version its commit produced, and what it touched: one flag
  * (that flag is reloaded), the organization's settings (its row is reloaded) or anything (all of
  * it is reloaded). A change that skips versions (a missed cluster message) reloads everything.
+ * Those rules live in apply-rules.ts, shared with the evaluation workers' store (shared-store.ts).
  */
-import type { Database } from '../storage/database.js';
-import { buildSnapshot, compileFlag, type OrgSnapshot } from '../evaluation/index.js';
-import { getOrg } from '../features/organizations/store.js';
-import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/flags/store.js';
+import type { Flag, FlagConfig, Organization } from '../domain/types.js';
+import { buildSnapshot, compileFlag, type OrgSnapshot } from '../engine/index.js';
+import { replaces, stepFor, type Change, type Touches } from './apply-rules.js';
 
-/** What a committed write touched: one flag, only the organization's settings, or anything. */
-export type Touches = { flag: string } | 'settings' | 'all';
+export type { Change, Touches } from './apply-rules.js';
 
-export interface Change {
-  orgId: string;
-  version: number;
-  touches: Touches;
+/**
+ * Where the registry reads the source of truth from (node.ts builds it from the feature stores):
+ * the registry knows no SQL and no feature module.
+ */
+export interface SnapshotSource {
+  org(orgId: string): Promise<Organization | null>;
+  flag(orgId: string, name: string): Promise<Flag | null>;
+  flagConfigs(orgId: string, name: string): Promise<FlagConfig[]>;
+  flags(orgId: string): Promise<Flag[]>;
+  orgConfigs(orgId: string): Promise<Map<string, FlagConfig[]>>;
 }
 
 /**
@@ -33,7 +38,7 @@ export class SnapshotRegistry {
   private readonly queues = new Map<string, Promise<void>>();
   private readonly listeners: SnapshotListener[] = [];
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly source: SnapshotSource) {}
 
   /** The snapshot if loaded, without I/O (the evaluation hot path). */
   peek(orgId: string): OrgSnapshot | undefined {
@@ -74,16 +79,15 @@ export class SnapshotRegistry {
 
   private async applyNow(change: Change): Promise<void> {
     const current = this.snapshots.get(change.orgId);
+    const step = stepFor(current?.org.version, change);
     // Not loaded here: nothing to update; the first use loads the latest state.
-    if (current === undefined) return;
-    if (current.org.version >= change.version) return;
-    const t = change.touches;
-    if (t === 'all' || change.version !== current.org.version + 1) {
+    if (current === undefined || step.kind === 'absent' || step.kind === 'stale') return;
+    if (step.kind === 'reload') {
       await this.loadOrg(change.orgId, true);
       return;
     }
-    if (t === 'settings') {
-      const org = await getOrg(this.db, change.orgId);
+    if (step.kind === 'settings') {
+      const org = await this.source.org(change.orgId);
       if (org === null) {
         this.snapshots.delete(change.orgId);
         this.emit(change.orgId, null, 'all');
@@ -92,29 +96,31 @@ export class SnapshotRegistry {
       // The row may already hold later settings; that is newer data, never older. The version
       // claims only what this change guarantees.
       current.org = { ...org, version: change.version };
-    } else {
-      // A contiguous flag change leaves the organization's settings as they are: no need to read
-      // its row again.
-      const [flag, configs] = await Promise.all([getFlag(this.db, change.orgId, t.flag), listConfigs(this.db, change.orgId, t.flag)]);
-      if (flag === null) current.flags.delete(t.flag);
-      else current.flags.set(flag.name, compileFlag(flag, configs));
-      current.org = { ...current.org, version: change.version };
+      this.emit(change.orgId, current, change.touches);
+      return;
     }
-    this.emit(change.orgId, current, t);
+    // A contiguous flag change leaves the organization's settings as they are: no need to read
+    // its row again.
+    const name = step.name;
+    const [flag, configs] = await Promise.all([this.source.flag(change.orgId, name), this.source.flagConfigs(change.orgId, name)]);
+    if (flag === null) current.flags.delete(name);
+    else current.flags.set(flag.name, compileFlag(flag, configs));
+    current.org = { ...current.org, version: change.version };
+    this.emit(change.orgId, current, change.touches);
   }
 
   private async loadOrg(orgId: string, notifyDrop = false): Promise<OrgSnapshot | null> {
     // Read the version first: data read afterwards is at least that new, so the snapshot never
     // claims a version its data does not include.
-    const org = await getOrg(this.db, orgId);
+    const org = await this.source.org(orgId);
     if (org === null) {
       this.snapshots.delete(orgId);
       if (notifyDrop) this.emit(orgId, null, 'all');
       return null;
     }
-    const [flags, configs] = await Promise.all([listFlags(this.db, orgId), listOrgConfigs(this.db, orgId)]);
+    const [flags, configs] = await Promise.all([this.source.flags(orgId), this.source.orgConfigs(orgId)]);
     const existing = this.snapshots.get(orgId);
-    if (existing !== undefined && existing.org.version > org.version) return existing;
+    if (existing !== undefined && !replaces(existing.org.version, org.version)) return existing;
     const snap = buildSnapshot(org, flags, configs);
     this.snapshots.set(orgId, snap);
     this.emit(orgId, snap, 'all');

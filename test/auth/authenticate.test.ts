@@ -5,6 +5,7 @@
 import t from 'tap';
 import { authenticate } from '../../src/auth/authenticate.js';
 import { KeyCache } from '../../src/auth/key-cache.js';
+import { findKeyByHash } from '../../src/features/keys/store.js';
 import { hashKey } from '../../src/auth/key-material.js';
 import { VexilError } from '../../src/domain/errors.js';
 import { RateLimiter } from '../../src/ratelimit/token-bucket.js';
@@ -37,7 +38,7 @@ function runtime(opts: { subscriptionActive?: boolean; rate?: number } = {}) {
     return take(kind, id);
   };
   const rt = {
-    keys: new KeyCache(db, 60_000, () => 0),
+    keys: new KeyCache((hash) => findKeyByHash(db, hash), 60_000, () => 0),
     snapshots: { peek: (id: string) => (id === 'o1' ? snapshot : undefined), get: async (id: string) => (id === 'o1' ? snapshot : null) },
     limiter,
   } as unknown as Runtime;

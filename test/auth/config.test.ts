@@ -17,7 +17,8 @@ t.test('defaults', async (t) => {
   const c = loadConfig({});
   t.match(c, {
     host: '127.0.0.1', port: 8080, dataDir: './data', databaseUrl: null, natsUrl: null, bootstrapAdminKey: null,
-    operatorToken: null, graphqlMaxDepth: 15, graphqlMaxEvaluations: 100, keyCacheTtlMs: 60_000, allowUwsFallback: false,
+    operatorToken: null, graphqlMaxDepth: 15, graphqlMaxEvaluations: 100, keyCacheTtlMs: 60_000, requireNativeHttp: false,
+    httpFront: 'auto', shutdownGraceMs: 10_000,
   });
   t.ok(c.rateLimitEval > 0 && c.rateLimitMgmt > 0, 'documented positive rate defaults');
   t.same(loadConfig({ PORT: '', VEXIL_BOOTSTRAP_ADMIN_KEY: '' }).port, 8080, 'empty strings count as unset');
@@ -28,9 +29,10 @@ t.test('valid values are read', async (t) => {
   const key = 'ab'.repeat(32);
   const c = loadConfig({
     HOST: '0.0.0.0', PORT: '0', VEXIL_BOOTSTRAP_ADMIN_KEY: key, VEXIL_OPERATOR_TOKEN: 'x'.repeat(16),
-    VEXIL_RATE_LIMIT_EVAL: '5', VEXIL_RATE_LIMIT_MGMT: '0.5', DATABASE_URL: 'postgresql://u@h/db', VEXIL_ALLOW_UWS_FALLBACK: 'true',
+    VEXIL_RATE_LIMIT_EVAL: '5', VEXIL_RATE_LIMIT_MGMT: '0.5', DATABASE_URL: 'postgresql://u@h/db', VEXIL_REQUIRE_NATIVE_HTTP: 'true',
+    VEXIL_HTTP_FRONT: 'node', VEXIL_SHUTDOWN_GRACE_MS: '2500',
   });
-  t.match(c, { host: '0.0.0.0', port: 0, bootstrapAdminKey: key, operatorToken: 'x'.repeat(16), rateLimitEval: 5, rateLimitMgmt: 0.5, databaseUrl: 'postgresql://u@h/db', allowUwsFallback: true });
+  t.match(c, { host: '0.0.0.0', port: 0, bootstrapAdminKey: key, operatorToken: 'x'.repeat(16), rateLimitEval: 5, rateLimitMgmt: 0.5, databaseUrl: 'postgresql://u@h/db', requireNativeHttp: true, httpFront: 'node', shutdownGraceMs: 2500 });
   t.equal(loadConfig({ PORT: '65535' }).port, 65535);
 });
 
@@ -52,6 +54,20 @@ t.test('other bad settings name their variable', async (t) => {
   refused(t, { VEXIL_RATE_LIMIT_MGMT: 'lots' }, 'VEXIL_RATE_LIMIT_MGMT');
   refused(t, { DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
   refused(t, { VEXIL_KEY_CACHE_TTL_MS: '-1' }, 'VEXIL_KEY_CACHE_TTL_MS');
-  refused(t, { VEXIL_ALLOW_UWS_FALLBACK: 'yes' }, 'VEXIL_ALLOW_UWS_FALLBACK');
+  refused(t, { VEXIL_REQUIRE_NATIVE_HTTP: 'yes' }, 'VEXIL_REQUIRE_NATIVE_HTTP');
+  refused(t, { VEXIL_HTTP_FRONT: 'uws' }, 'VEXIL_HTTP_FRONT');
+  refused(t, { VEXIL_SHUTDOWN_GRACE_MS: '-1' }, 'VEXIL_SHUTDOWN_GRACE_MS');
   refused(t, { VEXIL_LOG_LEVEL: 'verbose' }, 'VEXIL_LOG_LEVEL');
+});
+
+t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
+  const { availableParallelism } = await import('node:os');
+  const c = loadConfig({});
+  t.equal(c.evalQueueMax, 10_000, 'VEXIL_EVAL_QUEUE_MAX defaults to 10000');
+  t.equal(c.evalHandoff, 'auto', 'VEXIL_EVAL_HANDOFF defaults to auto');
+  t.equal(c.evalWorkers, availableParallelism(), 'VEXIL_EVAL_WORKERS defaults to the cores this process may use');
+  t.match(loadConfig({ VEXIL_EVAL_QUEUE_MAX: '50', VEXIL_EVAL_HANDOFF: 'always' }), { evalQueueMax: 50, evalHandoff: 'always' });
+  refused(t, { VEXIL_EVAL_QUEUE_MAX: '0' }, 'VEXIL_EVAL_QUEUE_MAX');
+  refused(t, { VEXIL_EVAL_QUEUE_MAX: 'lots' }, 'VEXIL_EVAL_QUEUE_MAX');
+  refused(t, { VEXIL_EVAL_HANDOFF: 'sometimes' }, 'VEXIL_EVAL_HANDOFF');
 });

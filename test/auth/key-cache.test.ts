@@ -1,6 +1,7 @@
 /** The 60-second key cache (SPEC 5.5) with an injected clock and a counting fake database. */
 import t from 'tap';
 import { KeyCache } from '../../src/auth/key-cache.js';
+import { findKeyByHash } from '../../src/features/keys/store.js';
 import type { Queryable } from '../../src/storage/database.js';
 
 interface Row {
@@ -51,7 +52,7 @@ function fakeDb() {
 function cache(ttlMs = 60_000, maxEntries?: number) {
   const f = fakeDb();
   const clock = { ms: 0 };
-  const c = new KeyCache(f.db, ttlMs, () => clock.ms, maxEntries);
+  const c = new KeyCache((hash) => findKeyByHash(f.db, hash), ttlMs, () => clock.ms, maxEntries);
   return { f, c, clock };
 }
 
@@ -154,4 +155,23 @@ t.test('TTL 0 disables caching; the entry count is bounded', async (t) => {
   small.f.rows.set('a', small.f.row('id-a', { disabled: true }));
   small.c.invalidateKey('id-a'); // harmless for an evicted entry
   t.equal((await small.c.lookup('a'))?.disabled, true);
+});
+
+t.test('known keys and unknown hashes are bounded separately: a flood of bad keys evicts no real key', async (t) => {
+  const { f, c } = cache(60_000, 2);
+  for (const h of ['good1', 'good2']) {
+    f.rows.set(h, f.row('id-' + h));
+    await c.lookup(h);
+  }
+  for (let i = 0; i < 50; i++) t.equal(await c.lookup(`bad${i}`), null);
+  t.same(c.sizes, { known: 2, unknown: 2 }, 'each side holds at most its bound');
+  const before = f.count();
+  t.equal(c.peek('good1')?.id, 'id-good1', 'the first real key is still cached');
+  t.equal((await c.lookup('good2'))?.id, 'id-good2');
+  t.equal(f.count(), before, 'no database query for them');
+  t.equal(c.peek('bad49'), null, 'the newest unknown hash is cached');
+  t.equal(c.peek('bad0'), undefined, 'the oldest unknown hash was evicted');
+  t.ok(c.known('good1') && !c.known('bad49'), 'known() is for authenticated keys only');
+  c.invalidateOrg('org');
+  t.same(c.sizes.known, 0, "invalidateOrg drops the organization's keys");
 });

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import t from 'tap';
-import { CuttableProxy, NATS_BIN, PrivateNats, until } from '../helpers/cluster.js';
+import { NATS_BIN, postgresBehindProxy, PrivateNats, until } from '../helpers/cluster.js';
 import { createFlag, createKey, evaluate, freshPostgresDatabase, randomKey, request, startTestNode, upsertConfig } from '../helpers/node.js';
 import { projectPath } from '../../src/util/paths.js';
 
@@ -55,14 +55,8 @@ t.test('NATS stopped and restarted under load: no wrong answers, convergence by 
 });
 
 t.test('PostgreSQL unreachable: evaluations keep serving, writes answer 503, nothing half-written', { skip }, async (t) => {
-  const db = await freshPostgresDatabase();
-  t.teardown(db.drop);
-  const target = new URL(db.url);
-  const proxy = await CuttableProxy.start(target.hostname, Number(target.port || 5432));
-  t.teardown(() => proxy.close());
-  const viaProxy = new URL(db.url);
-  viaProxy.port = String(proxy.port);
-  const n = await startTestNode(t, { databaseUrl: viaProxy.toString() });
+  const { proxy, databaseUrl } = await postgresBehindProxy(t);
+  const n = await startTestNode(t, { databaseUrl });
   t.equal((await createFlag(n, 'f')).status, 201);
   t.equal((await upsertConfig(n, 'f', { defaultVariantKey: 'on' })).status, 200);
   const ek = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });

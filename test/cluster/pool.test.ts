@@ -7,7 +7,7 @@ import t from 'tap';
 import { createFlag, createKey, evaluate, startTestNode, upsertConfig } from '../helpers/node.js';
 
 t.test('pool evaluations match front-thread evaluations and read their writes', async (t) => {
-  const pooled = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2' } });
+  const pooled = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
   t.ok(pooled.node.runtime.pool, 'node runs a worker pool');
   t.equal((await createFlag(pooled, 'p')).status, 201);
   const ek = await createKey(pooled, { permissions: ['CanEvaluate'], application: 'default' });
@@ -40,7 +40,7 @@ t.test('pool evaluations match front-thread evaluations and read their writes', 
 });
 
 t.test('a crashed worker is replaced and requests get answers, not hangs', async (t) => {
-  const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '1' } });
+  const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '1', VEXIL_EVAL_HANDOFF: 'always' } });
   t.equal((await createFlag(n, 'c')).status, 201);
   t.equal((await upsertConfig(n, 'c', { defaultVariantKey: 'on' })).status, 200);
   const ek = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
@@ -58,7 +58,7 @@ t.test('a crashed worker is replaced and requests get answers, not hangs', async
 });
 
 t.test('evaluation-only GraphQL documents run in the workers and answer as the front thread does', async (t) => {
-  const pooled = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2' } });
+  const pooled = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
   const inline = await startTestNode(t, { adminKey: pooled.adminKey });
   const rule = { id: 'pro', priority: 1, conditions: [{ field: 'plan', operator: '==', value: 'pro' }], allocations: [{ variantKey: 'on', percentage: 100 }] };
   const keys: string[] = [];

@@ -3,29 +3,13 @@
  * evaluations and key cache without a restart. Runs when DATABASE_URL and NATS_URL are set.
  */
 import t from 'tap';
-import { createFlag, createKey, evaluate, freshPostgresDatabase, startTestNode, upsertConfig, type TestNode } from '../helpers/node.js';
+import { evaluate, upsertConfig } from '../helpers/node.js';
+import { twoNodesWithSharedFlag, until } from '../helpers/cluster.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: cluster suite skipped' : false;
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 t.test('two nodes share changes through NATS', { skip }, async (t) => {
-  const db = await freshPostgresDatabase();
-  t.teardown(db.drop);
-  const env = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000' };
-  const a = await startTestNode(t, { databaseUrl: db.url, env });
-  const b: TestNode = await startTestNode(t, { databaseUrl: db.url, adminKey: a.adminKey, env });
-
-  t.equal((await createFlag(a, 'shared')).status, 201);
-  t.equal((await upsertConfig(a, 'shared', { defaultVariantKey: 'on' })).status, 200);
-  const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
+  const { a, b, ek } = await twoNodesWithSharedFlag(t);
 
   const seen = await until(() => evaluate(b, ek, 'shared', { userId: 'u', stage: 'production' }), (r) => r.status === 200 && r.body.key === 'on');
   t.equal(seen.status, 200, 'node B sees the flag written on node A');

@@ -372,6 +372,38 @@ t.test('the bootstrap admin key cannot evaluate (no CanEvaluate): FORBIDDEN, not
   expectFieldError(t, r, ['evaluate'], 'FORBIDDEN');
 });
 
+t.test('viewer and explainEvaluation (CONTRACT.md 12) answer the org-wide admin key', async (t) => {
+  const r = await gql(n, admin, `{
+    viewer { id name permissions application environment disabled createdAt rotatedAt }
+    explainEvaluation(key: "checkout", userId: "u", stage: "production", context: {}, clientId: null) {
+      key variant reason { code message ruleId }
+    }
+  }`);
+  t.notOk(r.body.errors, 'no errors');
+  t.match(r.body.data?.viewer, { id: String, permissions: ['Admin', 'CanRead', 'CanWrite'], application: null, environment: null, disabled: false });
+  t.match(r.body.data?.explainEvaluation, { reason: { code: String, message: String } });
+});
+
+t.test('auditLog: every AuditEvent field, for the writes above (more in test/audit/)', async (t) => {
+  const r = await gql(n, admin, `{
+    org: auditLog(type: "organization", first: 500) {
+      id at action application before after
+      actor { keyId keyName operator }
+      target { type name stage clientId }
+    }
+    config: auditLog(target: "json-flag", first: 1) { action target { type name stage clientId } application }
+  }`);
+  t.notOk(r.body.errors, 'no errors');
+  const org = r.body.data?.org as any[];
+  t.match(org.at(-1), {
+    id: /^[0-9]+$/, at: ISO, action: 'org.applications', application: null,
+    before: { applications: ['default'] }, after: { applications: ['default', 'mobile'] },
+    actor: { keyId: String, keyName: 'admin', operator: false },
+    target: { type: 'organization', name: 'default', stage: null, clientId: null },
+  }, 'the first write of this file: replaceApplications');
+  t.same(r.body.data?.config, [{ action: 'flag.update', target: { type: 'flag', name: 'json-flag', stage: null, clientId: null }, application: 'default' }], 'the newest event of json-flag');
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);

@@ -8,7 +8,7 @@ import { createKey, evaluate, startTestNode, type TestNode } from '../helpers/no
 import { CONFIG_FIELDS, FLAG_FIELDS, gql } from './helpers.js';
 
 // REST evaluations go through the worker pool, GraphQL's run on the front thread: same engine, same answers.
-const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2' } });
+const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
 const admin = n.adminKey;
 const rest = (method: string, path: string, body?: unknown, key = admin) => n.req(method, path, { key, body });
 

@@ -1,10 +1,13 @@
 /**
  * Cluster test tools: a private nats-server on a free port (stoppable without touching the shared
- * one), a TCP proxy that can cut a node off from PostgreSQL, and free-port lookup.
+ * one), a TCP proxy that can cut a node off from PostgreSQL, free-port lookup, polling until a
+ * condition holds, and a two-node setup.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
+import type { Test } from 'tap';
+import { createFlag, createKey, freshPostgresDatabase, startTestNode, upsertConfig, type TestNode } from './node.js';
 
 export const NATS_BIN = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => existsSync(p));
 
@@ -34,10 +37,11 @@ async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
 
 export class PrivateNats {
   private proc: ChildProcess | null = null;
-  private constructor(readonly port: number) {}
+  private constructor(readonly port: number, private readonly args: string[]) {}
 
-  static async start(): Promise<PrivateNats> {
-    const n = new PrivateNats(await freePort());
+  /** `args`: extra nats-server options (e.g. `['--user', 'u', '--pass', 'p']` or `['--auth', token]`). */
+  static async start(args: string[] = []): Promise<PrivateNats> {
+    const n = new PrivateNats(await freePort(), args);
     await n.restart();
     return n;
   }
@@ -48,7 +52,7 @@ export class PrivateNats {
 
   async restart(): Promise<void> {
     if (!NATS_BIN) throw new Error('nats-server binary not found');
-    this.proc = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(this.port)], { stdio: 'ignore' });
+    this.proc = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(this.port), ...this.args], { stdio: 'ignore' });
     await waitForPort(this.port);
   }
 
@@ -61,6 +65,21 @@ export class PrivateNats {
       p.kill('SIGKILL');
     });
   }
+}
+
+/**
+ * A fresh PostgreSQL database reached through a CuttableProxy (dropped with the test): start a node
+ * on `databaseUrl`, then `proxy.cut()` to take the database away from it.
+ */
+export async function postgresBehindProxy(t: Test): Promise<{ proxy: CuttableProxy; databaseUrl: string }> {
+  const db = await freshPostgresDatabase();
+  t.teardown(db.drop);
+  const target = new URL(db.url);
+  const proxy = await CuttableProxy.start(target.hostname, Number(target.port || 5432));
+  t.teardown(() => proxy.close());
+  const viaProxy = new URL(db.url);
+  viaProxy.port = String(proxy.port);
+  return { proxy, databaseUrl: viaProxy.toString() };
 }
 
 /** A TCP proxy to `target`; `cut()` drops every connection and refuses new ones until `restore()`. */
@@ -117,4 +136,21 @@ export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, time
     if (ok(v) || Date.now() > deadline) return v;
     await new Promise((r) => setTimeout(r, stepMs));
   }
+}
+
+/**
+ * Two nodes on a fresh PostgreSQL database and NATS_URL (safety poll off, so only the bus carries
+ * changes), with flag `shared` (configured: `on` in production) and a CanEvaluate key `ek` of
+ * application `default`, all written on node A.
+ */
+export async function twoNodesWithSharedFlag(t: { teardown(fn: () => unknown): void }): Promise<{ a: TestNode; b: TestNode; ek: string }> {
+  const db = await freshPostgresDatabase();
+  t.teardown(db.drop);
+  const env = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000' };
+  const a = await startTestNode(t, { databaseUrl: db.url, env });
+  const b = await startTestNode(t, { databaseUrl: db.url, adminKey: a.adminKey, env });
+  if ((await createFlag(a, 'shared')).status !== 201) throw new Error('create shared failed');
+  if ((await upsertConfig(a, 'shared', { defaultVariantKey: 'on' })).status !== 200) throw new Error('configure shared failed');
+  const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
+  return { a, b, ek };
 }

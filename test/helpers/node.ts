@@ -101,6 +101,8 @@ export async function startTestNode(t: Teardown | null, opts: TestNodeOptions = 
     VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey,
     VEXIL_LOG_LEVEL: 'silent',
     VEXIL_EVAL_WORKERS: '0',
+    // `VEXIL_HTTP_FRONT=node npm test` runs every suite on the node:http front.
+    ...(process.env.VEXIL_HTTP_FRONT ? { VEXIL_HTTP_FRONT: process.env.VEXIL_HTTP_FRONT } : {}),
     ...(dataDir ? { VEXIL_DATA_DIR: dataDir } : {}),
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...opts.env,

@@ -24,7 +24,9 @@ import {
 // Several real nodes per file (PGlite start-up is seconds each): more than tap's default 120 s on a busy machine.
 t.setTimeout(300_000);
 
-const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '100000' };
+// Hundreds of deliberate 401s from one address: the failed-authentication budget (CONTRACT.md 8,
+// tested in test/hardening/auth-failures.test.ts) is lifted like the key rate limits.
+const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '100000', VEXIL_RATE_LIMIT_AUTH_FAILURES: '100000' };
 
 const validConfig = { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 };
 const newFlag = (name: string) => ({ name, project: 'default', type: 'boolean', variants: [{ key: 'on', value: true, valueType: 'boolean' }, { key: 'off', value: false, valueType: 'boolean' }] });
@@ -52,6 +54,7 @@ function everyCall(flag: string, keyId: string): Call[] {
     { name: 'rotate key', method: 'POST', path: `/api/keys/${keyId}/rotate` },
     { name: 'disable key', method: 'POST', path: `/api/keys/${keyId}/disable` },
     { name: 'delete key', method: 'DELETE', path: `/api/keys/${keyId}` },
+    { name: 'audit log', method: 'GET', path: '/api/audit' },
   ];
 }
 

@@ -435,7 +435,15 @@ t.test('bad input over REST', async (t) => {
         t.same(got, [...allow].sort(), `Allow: ${allow.join(', ')}`);
       });
     }
-    for (const path of ['/api/flagz', '/api/flags/target/rules', '/api/flags/target/configs/production', '/', '/flags', '/api']) {
+    t.test('/ redirects to the web UI (CONTRACT.md 12); other methods there are 405', async (t) => {
+      const r = await fetch(`${n.url}/`, { redirect: 'manual' });
+      t.equal(r.status, 302);
+      t.equal(r.headers.get('location'), '/ui/');
+      const post = await n.req('POST', '/', { key: A, body: {} });
+      expectProblem(t, post, 405, 'METHOD_NOT_ALLOWED');
+      t.equal(post.headers.get('allow'), 'GET');
+    });
+    for (const path of ['/api/flagz', '/api/flags/target/rules', '/api/flags/target/configs/production', '/nope', '/flags', '/api']) {
       t.test(`unknown path ${path}`, async (t) => {
         expectProblem(t, await n.req('GET', path, { key: A }), 404, 'NOT_FOUND');
         expectProblem(t, await n.req('POST', path, { key: A, body: {} }), 404, 'NOT_FOUND');

@@ -18,7 +18,7 @@ import {
   postFlag,
   startNode,
 } from './flag-helpers.js';
-import { rolloutBucket } from '../../src/evaluation/index.js';
+import { rolloutBucket } from '../../src/engine/index.js';
 
 t.test('stage configurations over REST', async (t) => {
   const n = await startNode(t);

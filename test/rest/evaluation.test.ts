@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import t from 'tap';
-import { allocationBucket, rolloutBucket } from '../../src/evaluation/index.js';
+import { allocationBucket, rolloutBucket } from '../../src/engine/index.js';
 import { projectPath } from '../../src/util/paths.js';
 import {
   createOrg,
@@ -284,7 +284,7 @@ t.test('evaluation over REST', async (t) => {
  */
 const workerFile = projectPath('dist', 'workers', 'evaluator.js');
 t.test('evaluation through the worker pool', { skip: existsSync(workerFile) ? false : `${workerFile} is missing: run npm run build` }, async (t) => {
-  const n = await startNode(t, { env: { VEXIL_EVAL_WORKERS: '2' } });
+  const n = await startNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
   t.equal(n.node.runtime.pool?.threads, 2, 'two evaluation workers');
   const org = await createOrg(n);
   const A = org.adminKey;

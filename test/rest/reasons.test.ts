@@ -6,7 +6,7 @@
  * layer (`replaceKillSwitch` with an Authenticated from the real `authenticate`).
  */
 import t from 'tap';
-import { rolloutBucket } from '../../src/evaluation/index.js';
+import { rolloutBucket } from '../../src/engine/index.js';
 import type { Res, TestNode } from '../helpers/node.js';
 import {
   createOrg,

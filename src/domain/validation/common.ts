@@ -10,27 +10,19 @@ import { badRequest } from '../errors.js';
 // Name rules
 // ---------------------------------------------------------------------------------------------
 
-/** Flag names (URL path segment, GraphQL argument). */
-export const FLAG_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-/** Environment, application and organization names. */
-export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-/** Management Key values: 64 lowercase hex characters. */
-export const KEY_RE = /^[0-9a-f]{64}$/;
-/** Management Key display names: any non-empty string after trimming, at most this long. */
-export const KEY_NAME_MAX = 200;
-/** Variant keys (and therefore defaultVariantKey, allocation keys, dependency variants). */
-export const VARIANT_KEY_MAX = 128;
-export const TAG_MAX = 64;
-export const TAGS_MAX = 64;
-export const DESCRIPTION_MAX = 4096;
-export const USER_ID_MAX = 1024;
-/** Rule ids and clientIds. */
-export const ID_MAX = 128;
-
-const FLAG_NAME_MSG =
-  "must start with a letter or digit and contain only letters, digits, '_', '.', '-' (at most 128 characters)";
-const NAME_MSG =
-  "must start with a letter or digit and contain only letters, digits, '_', '.', '-' (at most 64 characters)";
+export {
+  FLAG_NAME_RE,
+  NAME_RE,
+  KEY_RE,
+  KEY_NAME_MAX,
+  VARIANT_KEY_MAX,
+  TAG_MAX,
+  TAGS_MAX,
+  DESCRIPTION_MAX,
+  USER_ID_MAX,
+  ID_MAX,
+} from '../name-rules.js';
+import { FLAG_NAME_MSG, FLAG_NAME_RE, NAME_MSG, NAME_RE, TAG_MAX, TAGS_MAX, VARIANT_KEY_MAX } from '../name-rules.js';
 
 // ---------------------------------------------------------------------------------------------
 // Error formatting

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import type { Flag } from '../types.js';
-import { OPERATORS, isValidFieldPath } from '../../evaluation/conditions.js';
+import { OPERATORS, isValidFieldPath } from '../../engine/conditions.js';
 import {
   ID_MAX,
   describeType,
@@ -47,6 +47,8 @@ export interface UpsertFlagConfigInput {
   enrollmentCutoff?: number | null;
 }
 
+const DATE_TIME_OR_NULL = { anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] };
+
 const conditionSchema = z.strictObject({
   field: z.string(),
   operator: z.string(),
@@ -66,15 +68,16 @@ const ruleSchema = z.strictObject({
   allocations: z.array(allocationSchema).min(1),
 });
 
-const upsertConfigSchema = z.strictObject({
+export const upsertConfigSchema = z.strictObject({
   stage: name,
   clientId: z.string().min(1).max(ID_MAX).nullable().optional(),
   enabled: z.boolean(),
   defaultVariantKey: variantKey,
   rolloutPercentage: percentage,
   rules: optionalNonNull(z.array(ruleSchema)),
-  activeFrom: z.unknown().optional(),
-  activeUntil: z.unknown().optional(),
+  // Checked by parseDateTime (ISO 8601 with a time zone); the meta describes it to OpenAPI.
+  activeFrom: z.unknown().optional().meta(DATE_TIME_OR_NULL),
+  activeUntil: z.unknown().optional().meta(DATE_TIME_OR_NULL),
   enrollmentCutoff: percentage.nullable().optional(),
 });
 

@@ -1,6 +1,19 @@
 /** Body of an evaluation request (hot path: hand-written, no zod). */
+import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import { USER_ID_MAX, describeType, isPlainObject } from './common.js';
+import { checkContextLimits, DEFAULT_CONTEXT_LIMITS, type ContextLimits } from './context-limits.js';
+
+/**
+ * The same rules as `parseEvaluationBody`, as a zod schema: the OpenAPI document is generated from
+ * it, and test/ops/openapi.test.ts checks that both accept and refuse the same bodies.
+ */
+export const evaluationBodySchema = z.strictObject({
+  userId: z.string().min(1).max(USER_ID_MAX),
+  stage: z.string().min(1),
+  clientId: z.string().min(1).nullable().optional(),
+  context: z.record(z.string(), z.unknown()).nullable().optional(),
+});
 
 export interface EvaluationBody {
   userId: string;
@@ -14,9 +27,10 @@ const EVAL_FIELDS = new Set(['userId', 'stage', 'clientId', 'context']);
 /**
  * Body of `POST /flags/{name}` (SPEC 4.1). Missing or null stage / userId: "stage is required" /
  * "userId is required". userId is a non-empty string of at most 1024 characters; clientId a
- * non-empty string or null; context a plain object or null. Unknown fields are 400.
+ * non-empty string or null; context a plain object or null, within the size `limits`
+ * (CONTRACT.md 8, context-limits.ts). Unknown fields are 400.
  */
-export function parseEvaluationBody(data: unknown): EvaluationBody {
+export function parseEvaluationBody(data: unknown, limits: ContextLimits = DEFAULT_CONTEXT_LIMITS): EvaluationBody {
   if (!isPlainObject(data))
     throw badRequest(`evaluation request: expected a JSON object, got ${describeType(data)}`);
   const errors: string[] = [];
@@ -38,6 +52,7 @@ export function parseEvaluationBody(data: unknown): EvaluationBody {
   if (context !== undefined && context !== null && !isPlainObject(context))
     errors.push(`context: expected an object or null, got ${describeType(context)}`);
   if (errors.length > 0) throw badRequest(errors.slice(0, 3).join('; '));
+  if (context !== undefined && context !== null) checkContextLimits(context, limits);
   return {
     userId: userId as string,
     stage: stage as string,

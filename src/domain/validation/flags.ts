@@ -63,7 +63,7 @@ const dependencySchema = z.strictObject({
   variants: optionalNonNull(z.array(variantKey)),
 });
 
-const createFlagSchema = z.strictObject({
+export const createFlagSchema = z.strictObject({
   name: flagName,
   project: name,
   type: z.enum(VALUE_TYPES),
@@ -74,7 +74,7 @@ const createFlagSchema = z.strictObject({
   dependencies: optionalNonNull(z.array(dependencySchema)),
 });
 
-const updateFlagSchema = z.strictObject({
+export const updateFlagSchema = z.strictObject({
   type: optionalNonNull(z.enum(VALUE_TYPES)),
   description: z.string().max(DESCRIPTION_MAX).nullable().optional(),
   tags: optionalNonNull(tagsSchema),

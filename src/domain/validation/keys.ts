@@ -11,7 +11,7 @@ export interface CreateKeyInput {
   environment: string | null;
 }
 
-const createKeySchema = z.strictObject({
+export const createKeySchema = z.strictObject({
   name: z.string().trim().min(1).max(KEY_NAME_MAX),
   permissions: z.array(z.enum(PERMISSIONS)).min(1),
   application: name.nullable().optional(),

@@ -14,7 +14,7 @@ export interface PatchOrganizationInput {
   subscriptionActive: boolean;
 }
 
-const createOrgSchema = z.strictObject({
+export const createOrgSchema = z.strictObject({
   name,
   environments: z.array(name).min(1),
   applications: z.array(name).min(1),
@@ -34,7 +34,7 @@ export function parseCreateOrganization(data: unknown): CreateOrganizationInput 
   };
 }
 
-const patchOrgSchema = z.strictObject({ subscriptionActive: z.boolean() });
+export const patchOrgSchema = z.strictObject({ subscriptionActive: z.boolean() });
 
 /** Operator API `PATCH /api/operator/organizations/{name}`. */
 export function parsePatchOrganization(data: unknown): PatchOrganizationInput {

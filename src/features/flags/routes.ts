@@ -1,36 +1,37 @@
 /** REST flag management (SPEC 4.2, CONTRACT.md 5). */
+import { clientAddress } from '../../auth/client-address.js';
 import { authenticate } from '../../auth/authenticate.js';
-import { jsonObjectBody } from '../../http/exchange.js';
+import { jsonObjectBody, type Incoming } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
 import * as flags from './service.js';
 
 export function flagRoutes(rt: Runtime): Route[] {
-  const auth = (key: string) => authenticate(rt, key, () => 'mgmt');
+  const auth = (inc: Incoming) => authenticate(rt, inc.managementKey, () => 'mgmt', clientAddress(inc));
   return [
     {
       method: 'get',
       pattern: '/api/flags',
-      handler: async (inc) => ({ status: 200, body: flags.listFlags(await auth(inc.managementKey)) }),
+      handler: async (inc) => ({ status: 200, body: flags.listFlags(await auth(inc)) }),
     },
     {
       method: 'post',
       pattern: '/api/flags',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         return { status: 201, body: await flags.createFlag(rt, a, jsonObjectBody(inc)) };
       },
     },
     {
       method: 'get',
       pattern: '/api/flags/:name',
-      handler: async (inc) => ({ status: 200, body: flags.getFlagWithConfigs(await auth(inc.managementKey), inc.params[0]) }),
+      handler: async (inc) => ({ status: 200, body: flags.getFlagWithConfigs(await auth(inc), inc.params[0]) }),
     },
     {
       method: 'put',
       pattern: '/api/flags/:name',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         return { status: 200, body: await flags.updateFlag(rt, a, inc.params[0], jsonObjectBody(inc)) };
       },
     },
@@ -38,7 +39,7 @@ export function flagRoutes(rt: Runtime): Route[] {
       method: 'del',
       pattern: '/api/flags/:name',
       handler: async (inc) => {
-        await flags.deleteFlag(rt, await auth(inc.managementKey), inc.params[0]);
+        await flags.deleteFlag(rt, await auth(inc), inc.params[0]);
         return { status: 204 };
       },
     },
@@ -46,7 +47,7 @@ export function flagRoutes(rt: Runtime): Route[] {
       method: 'post',
       pattern: '/api/flags/:name/configs',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         return { status: 200, body: await flags.upsertConfig(rt, a, inc.params[0], jsonObjectBody(inc)) };
       },
     },

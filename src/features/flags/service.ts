@@ -2,7 +2,8 @@
  * Flag management (SPEC 4.2, CONTRACT.md 5): the functions REST and GraphQL both call, so that
  * permissions, scopes, validation and conflicts cannot drift apart. Reads come from this node's
  * snapshot (no database work); writes go through `writeOrg` and check the stored state inside the
- * transaction, where the organization is locked.
+ * transaction, where the organization is locked. Each write returns its audit event (CONTRACT.md
+ * 11) to `writeOrg`, which records it in the same transaction.
  *
  * Check order: permission (403), body (400), flag exists (404), application scope (403),
  * environment scope (403), then semantic validation (400) and conflicts (409).
@@ -22,10 +23,11 @@ import {
   validateVariants,
   type UpsertFlagConfigInput,
 } from '../../domain/validation.js';
-import type { CompiledFlag } from '../../evaluation/index.js';
+import type { CompiledFlag } from '../../engine/index.js';
 import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
-import { writeOrg } from '../write.js';
+import { configChange, flagChange } from '../audit/events.js';
+import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
 
 export type FlagWithConfigs = Flag & { configs: FlagConfig[] };
@@ -137,7 +139,7 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
   requirePermission(p, 'CanWrite');
   const input = parseCreateFlag(raw);
   requireApplication(p, input.project);
-  return writeOrg(rt, p.orgId, { flag: input.name }, async (tx, org) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: input.name }, async (tx, org) => {
     const project = findName(org.applications, input.project);
     if (project === undefined) throw badRequest(`Unknown application '${input.project}'`);
     const environments = input.environments === undefined ? [...org.environments] : canonicalEnvironments(org, input.environments);
@@ -145,7 +147,7 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
     if ((await store.getFlag(tx, p.orgId, input.name)) !== null) throw conflict(`Flag '${input.name}' already exists`);
     const dependencies = normaliseDeps(input.dependencies);
     await checkDependencies(tx, p.orgId, input.name, environments, dependencies);
-    return store.insertFlag(tx, p.orgId, {
+    const flag = await store.insertFlag(tx, p.orgId, {
       name: input.name,
       project,
       type: input.type,
@@ -156,6 +158,7 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
       environments,
       dependencies,
     });
+    return { result: flag, audit: flagChange('flag.create', null, flag) };
   });
 }
 
@@ -163,7 +166,11 @@ export async function updateFlag(rt: Runtime, auth: Authenticated, name: string,
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   const input = parseUpdateFlag(raw);
-  return writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+  // An update that only sets isArchived is an archive or a restore (GraphQL archiveFlag /
+  // restoreFlag, or REST PUT {"isArchived": ...}); anything else is flag.update.
+  const onlyArchive = input.isArchived !== undefined && Object.keys(input).length === 1;
+  const action = onlyArchive ? (input.isArchived ? 'flag.archive' : 'flag.restore') : 'flag.update';
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
     const cur = await loadForWrite(tx, p, name);
     const type = input.type ?? cur.type;
     const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
@@ -191,7 +198,7 @@ export async function updateFlag(rt: Runtime, auth: Authenticated, name: string,
       tags: input.tags ?? cur.tags,
       isArchived: input.isArchived ?? cur.isArchived,
     });
-    return saved!;
+    return { result: saved!, audit: flagChange(action, cur, saved) };
   });
 }
 
@@ -201,11 +208,12 @@ export const setArchived = (rt: Runtime, auth: Authenticated, name: string, isAr
 export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  await writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
-    await loadForWrite(tx, p, name);
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
+    const cur = await loadForWrite(tx, p, name);
     const children = await store.flagsDependingOn(tx, p.orgId, name);
     if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
     await store.deleteFlag(tx, p.orgId, name);
+    return { result: undefined, audit: flagChange('flag.delete', cur, null) };
   });
 }
 
@@ -213,7 +221,7 @@ export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, n
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   const names = parseNameList(rawEnvironments, 'environments');
-  return writeOrg(rt, p.orgId, { flag: name }, async (tx, org) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
     const environments = canonicalEnvironments(org, names);
     const removed = cur.environments.filter((e) => !environments.includes(e));
@@ -225,7 +233,8 @@ export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, n
       if (lost !== undefined) throw conflict(`Dependent flag '${child.name}' needs environment '${lost}'`);
     }
     await checkDependencies(tx, p.orgId, name, environments, cur.dependencies);
-    return (await store.saveFlag(tx, p.orgId, { ...cur, environments }))!;
+    const saved = (await store.saveFlag(tx, p.orgId, { ...cur, environments }))!;
+    return { result: saved, audit: flagChange('flag.environments', cur, saved) };
   });
 }
 
@@ -280,7 +289,7 @@ export async function upsertConfig(rt: Runtime, auth: Authenticated, name: strin
   requirePermission(p, 'CanWrite');
   const input = parseUpsertFlagConfig(raw);
   checkStorableWindow(input);
-  return writeOrg(rt, p.orgId, { flag: name }, async (tx, org) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const flag = await loadForWrite(tx, p, name);
     const stage = flagStage(p, flag, input.stage);
     const owner = clientIdApplication(input.clientId ?? null, org.applications);
@@ -288,30 +297,36 @@ export async function upsertConfig(rt: Runtime, auth: Authenticated, name: strin
       throw badRequest(`clientId '${input.clientId}' belongs to application '${owner}', not to '${flag.project}'`);
     }
     validateConfigAgainstFlag(flag, input);
-    return store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
+    const before = await store.getConfig(tx, p.orgId, name, stage, input.clientId ?? null);
+    const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
+    return { result: saved, audit: configChange('config.upsert', flag, before, saved) };
   });
 }
+
+const configNotFound = (name: string, stage: string, clientId: string | null) =>
+  notFound(`Flag '${name}' has no configuration for stage '${stage}'${clientId ? ` and clientId '${clientId}'` : ''}`);
 
 export async function setConfigEnabled(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  return writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
     const flag = await loadForWrite(tx, p, name);
     const canonical = flagStage(p, flag, stage);
-    const saved = await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled);
-    if (saved === null) throw notFound(`Flag '${name}' has no configuration for stage '${canonical}'${clientId ? ` and clientId '${clientId}'` : ''}`);
-    return saved;
+    const before = await store.getConfig(tx, p.orgId, name, canonical, clientId);
+    if (before === null) throw configNotFound(name, canonical, clientId);
+    const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
+    return { result: saved, audit: configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved) };
   });
 }
 
 export async function deleteConfig(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  await writeOrg(rt, p.orgId, { flag: name }, async (tx) => {
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
     const flag = await loadForWrite(tx, p, name);
     const canonical = flagStage(p, flag, stage);
-    if (!(await store.deleteConfig(tx, p.orgId, name, canonical, clientId))) {
-      throw notFound(`Flag '${name}' has no configuration for stage '${canonical}'${clientId ? ` and clientId '${clientId}'` : ''}`);
-    }
+    const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
+    if (before === null) throw configNotFound(name, canonical, clientId);
+    return { result: undefined, audit: configChange('config.delete', flag, before, null) };
   });
 }

@@ -175,12 +175,21 @@ export async function setConfigEnabled(q: Queryable, orgId: string, flagName: st
   return rows.length === 0 ? null : toConfig(rows[0]);
 }
 
-export async function deleteConfig(q: Queryable, orgId: string, flagName: string, stage: string, clientId: string | null): Promise<boolean> {
-  const rows = await q.query(
-    `delete from flag_configs where org_id = $1 and flag_name = $2 and stage = $3 and client_id = $4 returning stage`,
+export async function getConfig(q: Queryable, orgId: string, flagName: string, stage: string, clientId: string | null): Promise<FlagConfig | null> {
+  const rows = await q.query<ConfigRow>(
+    `select ${CONFIG_COLUMNS} from flag_configs where org_id = $1 and flag_name = $2 and stage = $3 and client_id = $4`,
     [orgId, flagName, stage, clientId ?? ''],
   );
-  return rows.length > 0;
+  return rows.length === 0 ? null : toConfig(rows[0]);
+}
+
+/** Deletes one configuration; returns it, or null when there was none. */
+export async function deleteConfig(q: Queryable, orgId: string, flagName: string, stage: string, clientId: string | null): Promise<FlagConfig | null> {
+  const rows = await q.query<ConfigRow>(
+    `delete from flag_configs where org_id = $1 and flag_name = $2 and stage = $3 and client_id = $4 returning ${CONFIG_COLUMNS}`,
+    [orgId, flagName, stage, clientId ?? ''],
+  );
+  return rows.length === 0 ? null : toConfig(rows[0]);
 }
 
 /** Renames a stage in every configuration of the organization (environment rename cascade). */

@@ -1,18 +1,19 @@
 /** REST key management (CONTRACT.md 4). */
+import { clientAddress } from '../../auth/client-address.js';
 import { authenticate } from '../../auth/authenticate.js';
-import { jsonObjectBody } from '../../http/exchange.js';
+import { jsonObjectBody, type Incoming } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
 import * as keys from './service.js';
 
 export function keyRoutes(rt: Runtime): Route[] {
-  const auth = (key: string) => authenticate(rt, key, () => 'mgmt');
+  const auth = (inc: Incoming) => authenticate(rt, inc.managementKey, () => 'mgmt', clientAddress(inc));
   return [
     {
       method: 'post',
       pattern: '/api/keys',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         // CONTRACT.md 4: the 201 body is exactly {id, name, key, permissions, application,
         // environment, disabled, createdAt}; a new key has no rotatedAt to report.
         const { key, record } = await keys.createKey(rt, a, jsonObjectBody(inc));
@@ -23,13 +24,19 @@ export function keyRoutes(rt: Runtime): Route[] {
     {
       method: 'get',
       pattern: '/api/keys',
-      handler: async (inc) => ({ status: 200, body: await keys.listKeys(rt, await auth(inc.managementKey)) }),
+      handler: async (inc) => ({ status: 200, body: await keys.listKeys(rt, await auth(inc)) }),
+    },
+    {
+      // Registered before `/api/keys/:id` patterns; "self" is never a key id (ids are UUIDs).
+      method: 'get',
+      pattern: '/api/keys/self',
+      handler: async (inc) => ({ status: 200, body: await keys.selfKey(rt, await auth(inc)) }),
     },
     {
       method: 'post',
       pattern: '/api/keys/:id/rotate',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         jsonObjectBody(inc, true);
         const { id, key } = await keys.rotateKey(rt, a, inc.params[0]);
         return { status: 200, body: { id, key } };
@@ -39,7 +46,7 @@ export function keyRoutes(rt: Runtime): Route[] {
       method: 'post',
       pattern: '/api/keys/:id/disable',
       handler: async (inc) => {
-        const a = await auth(inc.managementKey);
+        const a = await auth(inc);
         jsonObjectBody(inc, true);
         return { status: 200, body: await keys.disableKey(rt, a, inc.params[0]) };
       },
@@ -48,7 +55,7 @@ export function keyRoutes(rt: Runtime): Route[] {
       method: 'del',
       pattern: '/api/keys/:id',
       handler: async (inc) => {
-        await keys.deleteKey(rt, await auth(inc.managementKey), inc.params[0]);
+        await keys.deleteKey(rt, await auth(inc), inc.params[0]);
         return { status: 204 };
       },
     },

@@ -1,18 +1,21 @@
 /**
  * Management Keys (CONTRACT.md 4): Admin on an org-wide key manages the keys of its own
  * organization. A key value is shown once, at creation and at each rotation. Disabling, rotating or
- * deleting a key drops it from this node's cache at once and tells the other nodes.
+ * deleting a key drops it from this node's cache at once and tells the other nodes. Every change
+ * goes through `writeOrgKeys` with its audit event (the key record, never its value or hash).
  */
 import { randomUUID } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
 import { generateKeyValue, hashKey } from '../../auth/key-material.js';
 import { requireAdmin } from '../../auth/permissions.js';
-import { badRequest, notFound } from '../../domain/errors.js';
+import { badRequest, notFound, VexilError } from '../../domain/errors.js';
 import { findName } from '../../domain/names.js';
 import type { ManagementKey } from '../../domain/types.js';
 import { parseCreateKey } from '../../domain/validation.js';
 import type { Runtime } from '../../runtime.js';
-import { getOrg } from '../organizations/store.js';
+import type { Queryable } from '../../storage/database.js';
+import { keyChange } from '../audit/events.js';
+import { actorOf, writeOrgKeys, type Audited } from '../write.js';
 import * as store from './store.js';
 
 /** What clients see of a key: never its value or hash. */
@@ -27,9 +30,21 @@ export interface IssuedKey {
   record: KeyView;
 }
 
-function forget(rt: Runtime, orgId: string, keyId: string): void {
+/** Drops a changed key from this node's cache at once and tells the other nodes. */
+export function forgetKey(rt: Runtime, orgId: string, keyId: string): void {
   rt.keys.invalidateKey(keyId);
   rt.bus.publish({ kind: 'key', orgId, keyId });
+}
+
+/**
+ * CONTRACT.md 12: the calling key's own record (never its value), for any valid key whatever its
+ * permissions, so that a client can show only what the key may do.
+ */
+export async function selfKey(rt: Runtime, auth: Authenticated): Promise<KeyView> {
+  const key = await store.getKey(rt.db, auth.principal.orgId, auth.principal.keyId);
+  // Deleted between authentication and this read: the key is no longer valid.
+  if (key === null || key.disabled) throw new VexilError('UNAUTHENTICATED', 'Invalid management key');
+  return keyView(key);
 }
 
 export function listKeys(rt: Runtime, auth: Authenticated): Promise<KeyView[]> {
@@ -44,45 +59,70 @@ export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown):
     throw badRequest('A key with the Admin permission must be organization-wide (no application or environment)');
   }
   const value = generateKeyValue();
-  const key = await rt.db.transaction(async (tx) => {
-    // Lock the organization so a concurrent removal of an environment or application cannot
-    // leave this key scoped to a name that no longer exists.
-    await tx.query('select id from organizations where id = $1 for update', [auth.principal.orgId]);
-    const org = (await getOrg(tx, auth.principal.orgId))!;
+  // The organization is locked: a concurrent removal of an environment or application cannot
+  // leave this key scoped to a name that no longer exists.
+  return writeOrgKeys(rt, actorOf(auth.principal), auth.principal.orgId, async (tx, org) => {
     const application = input.application === null ? null : findName(org.applications, input.application);
     const environment = input.environment === null ? null : findName(org.environments, input.environment);
     if (application === undefined) throw badRequest(`Unknown application '${input.application}'`);
     if (environment === undefined) throw badRequest(`Unknown environment '${input.environment}'`);
-    return store.insertKey(
+    const key = keyView(await store.insertKey(
       tx,
       { id: randomUUID(), orgId: org.id, name: input.name, permissions: input.permissions, application, environment },
       hashKey(value),
-    );
+    ));
+    return { result: { id: key.id, key: value, record: key }, audit: keyChange('key.create', null, key) };
   });
-  return { id: key.id, key: value, record: keyView(key) };
 }
 
-const keyNotFound = (id: string) => notFound(`Management key '${id}' not found`);
+const keyNotFound = (id: string) => notFound(`Management key '${id.slice(0, 64)}' not found`);
 
-export async function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise<IssuedKey> {
-  requireAdmin(auth.principal);
+/** Key ids are UUIDs: anything else (a NUL byte, which PostgreSQL text refuses, included) is not found. */
+const KEY_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A change to an existing key: `change` gets the key's record (404 when the organization has no
+ * such key) and returns the result and the record after the change (null: deleted). After commit
+ * the old key state is dropped from the caches.
+ */
+async function changeKey<T>(
+  rt: Runtime,
+  auth: Authenticated,
+  id: string,
+  action: 'key.rotate' | 'key.disable' | 'key.delete',
+  change: (tx: Queryable, before: KeyView) => Promise<{ result: T; after: KeyView | null }>,
+): Promise<T> {
+  const p = auth.principal;
+  requireAdmin(p);
+  if (!KEY_ID_RE.test(id)) throw keyNotFound(id);
+  const result = await writeOrgKeys(rt, actorOf(p), p.orgId, async (tx): Promise<Audited<T>> => {
+    const before = await store.getKey(tx, p.orgId, id);
+    if (before === null) throw keyNotFound(id);
+    const { result, after } = await change(tx, keyView(before));
+    return { result, audit: keyChange(action, keyView(before), after) };
+  });
+  forgetKey(rt, p.orgId, id);
+  return result;
+}
+
+export function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise<IssuedKey> {
   const value = generateKeyValue();
-  const key = await store.rotateKeyHash(rt.db, auth.principal.orgId, id, hashKey(value));
-  if (key === null) throw keyNotFound(id);
-  forget(rt, key.orgId, key.id);
-  return { id: key.id, key: value, record: keyView(key) };
+  return changeKey(rt, auth, id, 'key.rotate', async (tx) => {
+    const key = keyView((await store.rotateKeyHash(tx, auth.principal.orgId, id, hashKey(value)))!);
+    return { result: { id: key.id, key: value, record: key }, after: key };
+  });
 }
 
-export async function disableKey(rt: Runtime, auth: Authenticated, id: string): Promise<KeyView> {
-  requireAdmin(auth.principal);
-  const key = await store.disableKey(rt.db, auth.principal.orgId, id);
-  if (key === null) throw keyNotFound(id);
-  forget(rt, key.orgId, key.id);
-  return keyView(key);
+export function disableKey(rt: Runtime, auth: Authenticated, id: string): Promise<KeyView> {
+  return changeKey(rt, auth, id, 'key.disable', async (tx) => {
+    const key = keyView((await store.disableKey(tx, auth.principal.orgId, id))!);
+    return { result: key, after: key };
+  });
 }
 
-export async function deleteKey(rt: Runtime, auth: Authenticated, id: string): Promise<void> {
-  requireAdmin(auth.principal);
-  if (!(await store.deleteKey(rt.db, auth.principal.orgId, id))) throw keyNotFound(id);
-  forget(rt, auth.principal.orgId, id);
+export function deleteKey(rt: Runtime, auth: Authenticated, id: string): Promise<void> {
+  return changeKey(rt, auth, id, 'key.delete', async (tx) => {
+    await store.deleteKey(tx, auth.principal.orgId, id);
+    return { result: undefined, after: null };
+  });
 }

@@ -46,6 +46,12 @@ export async function findKeyByHash(q: Queryable, keyHash: string): Promise<Mana
   return rows.length === 0 ? null : toKey(rows[0]);
 }
 
+/** A key by id with its stored hash (OFREP stream tokens are signed with it), any organization. */
+export async function findKeyWithHash(q: Queryable, id: string): Promise<{ key: ManagementKey; hash: string } | null> {
+  const rows = await q.query<KeyRow & { key_hash: string }>(`select ${COLUMNS}, key_hash from management_keys where id = $1`, [id]);
+  return rows.length === 0 ? null : { key: toKey(rows[0]), hash: rows[0].key_hash };
+}
+
 export async function getKey(q: Queryable, orgId: string, id: string): Promise<ManagementKey | null> {
   const rows = await q.query<KeyRow>(`select ${COLUMNS} from management_keys where org_id = $1 and id = $2`, [orgId, id]);
   return rows.length === 0 ? null : toKey(rows[0]);
@@ -86,6 +92,11 @@ export async function keysScopedTo(q: Queryable, orgId: string, column: 'applica
   return Number(rows[0].n);
 }
 
-export async function renameKeyScope(q: Queryable, orgId: string, column: 'application' | 'environment', from: string, to: string): Promise<void> {
-  await q.query(`update management_keys set ${column} = $3 where org_id = $1 and lower(${column}) = lower($2)`, [orgId, from, to]);
+/** Returns the ids of the keys whose scope changed (their cached records are stale). */
+export async function renameKeyScope(q: Queryable, orgId: string, column: 'application' | 'environment', from: string, to: string): Promise<string[]> {
+  const rows = await q.query<{ id: string }>(
+    `update management_keys set ${column} = $3 where org_id = $1 and lower(${column}) = lower($2) returning id`,
+    [orgId, from, to],
+  );
+  return rows.map((r) => r.id);
 }

@@ -5,7 +5,8 @@ import { parseCreateOrganization, parsePatchOrganization } from '../../domain/va
 import type { Runtime } from '../../runtime.js';
 import { getOrgByName, updateOrgSettings } from '../organizations/store.js';
 import { provisionOrganization } from '../organizations/provision.js';
-import { writeOrg } from '../write.js';
+import { orgChange } from '../audit/events.js';
+import { auditedTransaction, OPERATOR, writeOrg } from '../write.js';
 
 export interface OrganizationView {
   name: string;
@@ -23,11 +24,12 @@ const view = (o: Organization): OrganizationView => ({
 
 export async function createOrganization(rt: Runtime, raw: unknown): Promise<OrganizationView & { adminKey: string }> {
   const input = parseCreateOrganization(raw);
-  const { org, adminKey } = await rt.db.transaction(async (tx) => {
+  // Recorded in the new organization's own log; the event holds the settings, not the admin key.
+  return auditedTransaction(rt.db, OPERATOR, async (tx) => {
     if ((await getOrgByName(tx, input.name)) !== null) throw conflict(`Organization '${input.name}' already exists`);
-    return provisionOrganization(tx, input);
+    const { org, adminKey } = await provisionOrganization(tx, input);
+    return { orgId: org.id, result: { ...view(org), adminKey }, audit: orgChange('org.create', org.name, null, view(org)) };
   });
-  return { ...view(org), adminKey };
 }
 
 export async function patchOrganization(rt: Runtime, name: string, raw: unknown): Promise<OrganizationView> {
@@ -35,6 +37,11 @@ export async function patchOrganization(rt: Runtime, name: string, raw: unknown)
   const org = await getOrgByName(rt.db, name);
   if (org === null) throw notFound(`Organization '${name}' not found`);
   // Through writeOrg: the subscription lives in the snapshot, which every node updates at once.
-  const saved = await writeOrg(rt, org.id, 'settings', (tx) => updateOrgSettings(tx, org.id, { subscriptionActive: input.subscriptionActive }));
-  return view(saved);
+  return writeOrg(rt, OPERATOR, org.id, 'settings', async (tx, locked) => {
+    const saved = await updateOrgSettings(tx, org.id, { subscriptionActive: input.subscriptionActive });
+    return {
+      result: view(saved),
+      audit: orgChange('org.subscription', saved.name, { subscriptionActive: locked.subscriptionActive }, { subscriptionActive: saved.subscriptionActive }),
+    };
+  });
 }

@@ -13,13 +13,17 @@ import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import * as flagStore from '../flags/store.js';
 import * as keyStore from '../keys/store.js';
-import { writeOrg } from '../write.js';
+import { orgChange } from '../audit/events.js';
+import { renameEventApplication } from '../audit/store.js';
+import { forgetKey } from '../keys/service.js';
+import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
 
 export type OrgList = 'environments' | 'applications';
 
 const KEY_COLUMN = { environments: 'environment', applications: 'application' } as const;
 const RULE_FIELD = { environments: 'environment', applications: 'application' } as const;
+const AUDIT_ACTION = { environments: 'org.environments', applications: 'org.applications' } as const;
 
 export function readList(auth: Authenticated, list: OrgList): string[] {
   requirePermission(auth.principal, 'CanRead');
@@ -52,8 +56,11 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
   return null;
 }
 
-/** Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch). */
-async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string): Promise<KillSwitchRule[]> {
+/**
+ * Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch,
+ * and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
+ */
+async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
   for (const f of await flagStore.listFlags(tx, org.id)) {
     if (list === 'environments' && f.environments.includes(from)) {
       await flagStore.saveFlag(tx, org.id, { ...f, environments: f.environments.map((e) => (e === from ? to : e)) });
@@ -62,15 +69,32 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
     }
   }
   if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
-  await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to);
+  else await renameEventApplication(tx, org.id, from, to);
+  rescoped.push(...(await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to)));
   const field = RULE_FIELD[list];
   return org.killSwitch.map((r) => (r[field] !== null && sameName(r[field]!, from) ? { ...r, [field]: to } : r));
+}
+
+/**
+ * A change of the environments or applications. After commit, the keys whose scope a rename
+ * changed are dropped from every node's key cache, so they act under the new name at once.
+ */
+async function changeList(
+  rt: Runtime,
+  auth: Authenticated,
+  fn: (tx: Queryable, org: Organization, rescoped: string[]) => Promise<Audited<string[]>>,
+): Promise<string[]> {
+  const rescoped: string[] = [];
+  const orgId = auth.principal.orgId;
+  const result = await writeOrg(rt, actorOf(auth.principal), orgId, 'all', (tx, org) => fn(tx, org, rescoped));
+  for (const id of rescoped) forgetKey(rt, orgId, id);
+  return result;
 }
 
 export async function replaceList(rt: Runtime, auth: Authenticated, list: OrgList, raw: unknown): Promise<string[]> {
   requireOrgWriter(auth, `Changing ${list}`);
   const next = parseNameList(raw, list);
-  return writeOrg(rt, auth.principal.orgId, 'all', async (tx, org) => {
+  return changeList(rt, auth, async (tx, org, rescoped) => {
     let killSwitch = org.killSwitch;
     for (const old of org[list]) {
       const kept = findName(next, old);
@@ -78,34 +102,40 @@ export async function replaceList(rt: Runtime, auth: Authenticated, list: OrgLis
         const why = await usage(tx, { ...org, killSwitch }, list, old);
         if (why !== null) throw conflict(`Cannot remove ${list === 'environments' ? 'environment' : 'application'} '${old}': ${why}`);
       } else if (kept !== old) {
-        killSwitch = await cascadeRename(tx, { ...org, killSwitch }, list, old, kept);
+        killSwitch = await cascadeRename(tx, { ...org, killSwitch }, list, old, kept, rescoped);
       }
     }
-    return (await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }))[list];
+    return listChanged(list, org, await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }));
   });
 }
+
+/** The new list, and its audit event (the list before and after). */
+const listChanged = (list: OrgList, before: Organization, after: Organization) => ({
+  result: after[list],
+  audit: orgChange(AUDIT_ACTION[list], after.name, { [list]: before[list] }, { [list]: after[list] }),
+});
 
 export async function renameInList(rt: Runtime, auth: Authenticated, list: OrgList, rawFrom: unknown, rawTo: unknown): Promise<string[]> {
   requireOrgWriter(auth, `Renaming ${list}`);
   const fromName = parseName(rawFrom, 'from');
   const to = parseName(rawTo, 'to');
-  return writeOrg(rt, auth.principal.orgId, 'all', async (tx, org) => {
+  return changeList(rt, auth, async (tx, org, rescoped) => {
     const from = findName(org[list], fromName);
     const what = list === 'environments' ? 'Environment' : 'Application';
     if (from === undefined) throw notFound(`${what} '${fromName}' not found`);
     const clash = findName(org[list], to);
     if (clash !== undefined && clash !== from) throw conflict(`${what} '${clash}' already exists`);
-    if (from === to) return org[list];
-    const killSwitch = await cascadeRename(tx, org, list, from, to);
+    if (from === to) return listChanged(list, org, org);
+    const killSwitch = await cascadeRename(tx, org, list, from, to, rescoped);
     const next = org[list].map((n) => (n === from ? to : n));
-    return (await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }))[list];
+    return listChanged(list, org, await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }));
   });
 }
 
 export async function replaceKillSwitch(rt: Runtime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
   requireOrgWriter(auth, 'Changing the kill switch');
   const rules = parseKillSwitchRules(raw);
-  return writeOrg(rt, auth.principal.orgId, 'settings', async (tx, org) => {
+  return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', async (tx, org) => {
     const canonical = rules.map((r) => {
       const application = r.application === null ? null : findName(org.applications, r.application);
       const environment = r.environment === null ? null : findName(org.environments, r.environment);
@@ -113,6 +143,10 @@ export async function replaceKillSwitch(rt: Runtime, auth: Authenticated, raw: u
       if (environment === undefined) throw badRequest(`Unknown environment '${r.environment}'`);
       return { flag: r.flag, application, environment };
     });
-    return (await updateOrgSettings(tx, org.id, { killSwitch: canonical })).killSwitch;
+    const saved = await updateOrgSettings(tx, org.id, { killSwitch: canonical });
+    return {
+      result: saved.killSwitch,
+      audit: orgChange('org.killswitch', org.name, { killSwitch: org.killSwitch }, { killSwitch: saved.killSwitch }),
+    };
   });
 }

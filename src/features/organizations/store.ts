@@ -67,6 +67,12 @@ export async function lockAndBumpVersion(q: Queryable, orgId: string): Promise<O
   return rows.length === 0 ? null : toOrg(rows[0]);
 }
 
+/** Locks the organization's row for the rest of the transaction, without a new version (key writes). */
+export async function lockOrg(q: Queryable, orgId: string): Promise<Organization | null> {
+  const rows = await q.query<OrgRow>(`select ${COLUMNS} from organizations where id = $1 for update`, [orgId]);
+  return rows.length === 0 ? null : toOrg(rows[0]);
+}
+
 export async function updateOrgSettings(
   q: Queryable,
   orgId: string,

@@ -1,0 +1,151 @@
+/**
+ * `npm run bench -- paired`: the comparisons whose aims are a few per cent, measured as interleaved
+ * A/B pairs instead of one row each. On a shared VM a neighbour's load comes and goes over seconds
+ * to minutes (the same scenario measured twice in one run has differed by 30 %), so two rows
+ * measured a minute apart compare the neighbours as much as the code. Here both services run side
+ * by side (both pinned to the server's CPU; the one not under load is idle), and short slices
+ * alternate A, B, A, B…: each pair shares its minute's conditions, and the median of the pairs'
+ * ratios is the figure.
+ *
+ * Comparisons (B against A):
+ * - `ofrep-eval` against `rest-front`: OFREP single ≥ 90 % of REST (issue 9);
+ * - `rest-pool`, `ofrep-pool` and `graphql-batch` (default VEXIL_EVAL_WORKERS) against the same on
+ *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 % (issue 8).
+ *
+ * `--pairs N` (5) pairs per comparison, `--duration` seconds per slice (default 5; each slice has a
+ * 1 s warm-up on fresh connections).
+ */
+import {
+  log,
+  makeContext,
+  measure,
+  startService,
+  workersLabel,
+  type Measurement,
+  type ServiceTarget,
+} from './harness.js';
+import { NotAvailable, SCENARIOS, scenarioEnv, type LoadRequest, type Scenario } from './scenarios.js';
+import type { CustomScenario, RunContext } from './suites.js';
+
+interface Comparison {
+  name: string;
+  aim: number;
+  what: string;
+  a: Scenario;
+  b: Scenario;
+}
+
+const scenario = (name: string): Scenario => {
+  const s = SCENARIOS.find((x) => x.name === name);
+  if (s === undefined) throw new Error(`paired: no scenario ${name}`);
+  return s;
+};
+
+/** A scenario run with the service's default VEXIL_EVAL_WORKERS instead of 0. */
+const withPool = (s: Scenario, name: string): Scenario => ({
+  ...s,
+  name,
+  env: (opts) => {
+    const env = { ...scenarioEnv(s, opts) };
+    delete env.VEXIL_EVAL_WORKERS;
+    return env;
+  },
+});
+
+function comparisons(): Comparison[] {
+  const restFront = scenario('rest-front');
+  const ofrep = scenario('ofrep-eval');
+  const batchFront = scenario('graphql-batch-front');
+  return [
+    { name: 'paired-ofrep-rest', aim: 0.9, what: 'OFREP single against REST evaluation, both on the front thread', a: restFront, b: ofrep },
+    { name: 'paired-rest-pool', aim: 0.95, what: 'REST evaluation, default VEXIL_EVAL_WORKERS against 0', a: restFront, b: withPool(restFront, 'rest-pool (default workers)') },
+    { name: 'paired-ofrep-pool', aim: 0.95, what: 'OFREP single, default VEXIL_EVAL_WORKERS against 0', a: ofrep, b: withPool(ofrep, 'ofrep-eval (default workers)') },
+    { name: 'paired-graphql-pool', aim: 0.95, what: '100-alias GraphQL, default VEXIL_EVAL_WORKERS against 0', a: batchFront, b: withPool(batchFront, 'graphql-batch (default workers)') },
+  ];
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+interface Side {
+  scenario: Scenario;
+  target: ServiceTarget;
+  request: LoadRequest;
+  evals: number;
+}
+
+async function side(rc: RunContext, s: Scenario, label: string): Promise<Side> {
+  const target = await startService(rc.opts, rc.adminKey, { label, env: scenarioEnv(s, rc.opts) });
+  const ctx = makeContext(rc.opts, target, rc.adminKey);
+  await s.setup(ctx);
+  return { scenario: s, target, request: s.request(ctx), evals: s.evaluationsPerRequest?.(rc.opts) ?? 1 };
+}
+
+async function compare(rc: RunContext, c: Comparison, pairs: number): Promise<Measurement> {
+  const row: Measurement = { name: c.name, description: `${c.what}: ${c.b.name} ÷ ${c.a.name}, ${pairs} interleaved pairs`, status: 'ok', evalWorkers: workersLabel(rc.opts) };
+  const sides: Side[] = [];
+  try {
+    sides.push(await side(rc, c.a, `${c.name}-a`));
+    sides.push(await side(rc, c.b, `${c.name}-b`));
+    const rps: number[][] = [[], []];
+    const cpu: number[][] = [[], []];
+    const ratios: number[] = [];
+    const cpuRatios: number[] = [];
+    for (let i = 0; i < pairs; i++) {
+      // Alternate which side goes first, so neither always follows the other.
+      const order = i % 2 === 0 ? [0, 1] : [1, 0];
+      const got: { rps: number; cpu: number }[] = [];
+      for (const k of order) {
+        const s = sides[k];
+        log(`  ${c.name} pair ${i + 1}/${pairs}: ${s.scenario.name}`);
+        const m = await measure(rc.opts, s.target, s.request, { warmupSec: 1 });
+        got[k] = { rps: (m.load?.rps ?? NaN) * s.evals, cpu: (m.server?.cpuUsPerRequest ?? NaN) / s.evals };
+      }
+      for (const k of [0, 1]) {
+        rps[k].push(got[k].rps);
+        cpu[k].push(got[k].cpu);
+      }
+      ratios.push(got[1].rps / got[0].rps);
+      // CPU per evaluation: B's against A's (below 1: B is cheaper).
+      cpuRatios.push(got[1].cpu / got[0].cpu);
+    }
+    const r = median(ratios);
+    const fmt = (xs: number[], d = 0) => xs.map((x) => x.toFixed(d)).join(', ');
+    row.versus = { name: c.a.name, rps: r, cpuPerRequest: median(cpuRatios) };
+    row.notes = [
+      `${c.b.name} ÷ ${c.a.name}: median ${(r * 100).toFixed(1)} % of evaluations/s over ${pairs} pairs (pairs: ${fmt(ratios.map((x) => x * 100), 1)} %); ` +
+        `CPU per evaluation ×${median(cpuRatios).toFixed(2)} (pairs: ${fmt(cpuRatios, 2)}), so ${(100 / median(cpuRatios)).toFixed(1)} % of the rate when the server is ` +
+        `the bottleneck; aim ≥ ${(c.aim * 100).toFixed(0)} %`,
+      `${c.a.name}: evaluations/s ${fmt(rps[0])}; CPU µs/evaluation ${fmt(cpu[0], 2)}`,
+      `${c.b.name}: evaluations/s ${fmt(rps[1])}; CPU µs/evaluation ${fmt(cpu[1], 2)}`,
+    ];
+    row.extra = { paired: { aim: c.aim, ratios, cpuRatios, a: { name: c.a.name, rps: rps[0], cpuUsPerEval: cpu[0] }, b: { name: c.b.name, rps: rps[1], cpuUsPerEval: cpu[1] } } };
+  } catch (err) {
+    if (err instanceof NotAvailable) return { ...row, status: 'not available', error: err.message };
+    throw err;
+  } finally {
+    for (const s of sides) await s.target.stop();
+  }
+  return row;
+}
+
+export const paired: CustomScenario = {
+  name: 'paired',
+  description:
+    'Interleaved A/B pairs for the few-per-cent aims: OFREP single vs REST (≥ 90 %), and REST, OFREP and 100-alias GraphQL with the ' +
+    'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %); median of --pairs (5) pair ratios, each slice --duration s.',
+  async run(rc) {
+    const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
+    const only = process.env.VEXIL_BENCH_PAIRED?.split(',').filter(Boolean);
+    const rows: Measurement[] = [];
+    for (const c of comparisons()) {
+      if (only !== undefined && !only.includes(c.name)) continue;
+      log(`${c.name}: ${c.what}`);
+      rows.push(await compare(rc, c, pairs));
+    }
+    return rows;
+  },
+};

@@ -1,0 +1,40 @@
+/**
+ * The audit events each kind of write records (CONTRACT.md 11): target, application and
+ * before/after, built in one place so that every service describes its changes alike.
+ */
+import type { AuditAction, AuditChange, Flag, FlagConfig } from '../../domain/types.js';
+import type { KeyView } from '../keys/service.js';
+
+type FlagAction = Extract<AuditAction, `flag.${string}`>;
+type ConfigAction = Extract<AuditAction, `config.${string}`>;
+type KeyAction = Extract<AuditAction, `key.${string}`>;
+type OrgAction = Extract<AuditAction, `org.${string}`>;
+
+/** A flag event; `before`/`after` are the Flag, null where it did not exist. */
+export function flagChange(action: FlagAction, before: Flag | null, after: Flag | null): AuditChange {
+  const flag = (after ?? before)!;
+  return { action, target: { type: 'flag', name: flag.name }, application: flag.project, before, after };
+}
+
+/** A configuration event: its target is the flag, with the configuration's stage and clientId. */
+export function configChange(action: ConfigAction, flag: Flag, before: FlagConfig | null, after: FlagConfig | null): AuditChange {
+  const config = (after ?? before)!;
+  return {
+    action,
+    target: { type: 'flag', name: flag.name, stage: config.stage, clientId: config.clientId },
+    application: flag.project,
+    before,
+    after,
+  };
+}
+
+/** A key event: the key record (never its value or hash); the target's name is the key's id. */
+export function keyChange(action: KeyAction, before: KeyView | null, after: KeyView | null): AuditChange {
+  const key = (after ?? before)!;
+  return { action, target: { type: 'key', name: key.id }, application: null, before, after };
+}
+
+/** An organization event: `before`/`after` hold only the settings that the write changes. */
+export function orgChange(action: OrgAction, orgName: string, before: object | null, after: object | null): AuditChange {
+  return { action, target: { type: 'organization', name: orgName }, application: null, before, after };
+}

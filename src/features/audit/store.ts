@@ -1,0 +1,85 @@
+/** SQL for the audit log (sql/002_audit.sql). Events are only inserted, read, and follow application renames. */
+import type { AuditActor, AuditChange, AuditEvent, AuditTargetType } from '../../domain/types.js';
+import { iso, json, type Queryable } from '../../storage/database.js';
+
+interface EventRow {
+  id: string;
+  at: Date | string;
+  actor: AuditActor;
+  action: AuditEvent['action'];
+  target_type: AuditTargetType;
+  target_name: string;
+  target_stage: string | null;
+  target_client_id: string | null;
+  application: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+const COLUMNS = 'id::text as id, at, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after';
+
+const toEvent = (r: EventRow): AuditEvent => ({
+  id: r.id,
+  at: iso(r.at)!,
+  actor: r.actor,
+  action: r.action,
+  // A configuration's target carries its stage and clientId; other targets have neither.
+  target: r.target_stage === null
+    ? { type: r.target_type, name: r.target_name }
+    : { type: r.target_type, name: r.target_name, stage: r.target_stage, clientId: r.target_client_id },
+  application: r.application,
+  before: r.before,
+  after: r.after,
+});
+
+/** `undefined` (a delete's `after`) is stored as SQL null, like an explicit null. */
+const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : json(v));
+
+export async function insertEvent(q: Queryable, orgId: string, actor: AuditActor, c: AuditChange): Promise<void> {
+  // `::text::json`: the parameter is JSON text on both drivers, and `json` keeps its field order.
+  await q.query(
+    `insert into audit_events (org_id, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after)
+     values ($1, $2::text::json, $3, $4, $5, $6, $7, $8, $9::text::json, $10::text::json)`,
+    [orgId, json(actor), c.action, c.target.type, c.target.name, c.target.stage ?? null,
+      c.target.stage === undefined ? null : (c.target.clientId ?? null), c.application, jsonOrNull(c.before), jsonOrNull(c.after)],
+  );
+}
+
+export interface EventFilter {
+  orgId: string;
+  target?: string;
+  type?: AuditTargetType;
+  /** Only events with an id below this one (the previous page's last id). */
+  before?: string;
+  limit: number;
+  /** Only events of this application (case-insensitive); events without one are left out. */
+  application?: string;
+  /** Leave out events whose target is a key. */
+  withoutKeys: boolean;
+}
+
+/** Newest first. */
+export async function listEvents(q: Queryable, f: EventFilter): Promise<AuditEvent[]> {
+  const where = ['org_id = $1'];
+  const params: unknown[] = [f.orgId];
+  const add = (clause: string, value: unknown) => {
+    params.push(value);
+    where.push(clause.replace('?', `$${params.length}`));
+  };
+  if (f.target !== undefined) add('target_name = ?', f.target);
+  if (f.type !== undefined) add('target_type = ?', f.type);
+  if (f.before !== undefined) add('id < ?::bigint', f.before);
+  if (f.application !== undefined) add('lower(application) = lower(?)', f.application);
+  if (f.withoutKeys) where.push(`target_type <> 'key'`);
+  params.push(f.limit);
+  const rows = await q.query<EventRow>(
+    `select ${COLUMNS} from audit_events where ${where.join(' and ')} order by audit_events.id desc limit $${params.length}`,
+    params,
+  );
+  return rows.map(toEvent);
+}
+
+/** Application rename cascade: the events of `from` now name `to`. */
+export async function renameEventApplication(q: Queryable, orgId: string, from: string, to: string): Promise<void> {
+  await q.query(`update audit_events set application = $3 where org_id = $1 and lower(application) = lower($2)`, [orgId, from, to]);
+}

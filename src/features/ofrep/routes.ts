@@ -1,0 +1,127 @@
+/**
+ * OFREP routes (CONTRACT.md 9): `POST /ofrep/v1/evaluate/flags/{key}` and
+ * `POST /ofrep/v1/evaluate/flags`. An adapter over the OFREP service; errors answer in OFREP's
+ * shapes (`{key, errorCode, errorDetails}` for 400/404, `{errorDetails}` otherwise), never
+ * problem+json.
+ */
+import { clientAddress } from '../../auth/client-address.js';
+import type { ContextLimits } from '../../domain/validation.js';
+import './openapi.js';
+import { authenticate, type Authenticated } from '../../auth/authenticate.js';
+import { hashKey } from '../../auth/key-material.js';
+import type { Principal } from '../../auth/permissions.js';
+import type { VexilError } from '../../domain/errors.js';
+import { bodyDeeperThan, jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
+import { queryParam } from '../../http/query.js';
+import { CorsPolicy } from '../../http/cors.js';
+import type { Route } from '../../http/router.js';
+import type { Runtime } from '../../runtime.js';
+import { OfrepStreams } from './streams.js';
+import {
+  EVENTS_PATH,
+  OfrepError,
+  authorizeStream,
+  bulkEtag,
+  eventStreams,
+  etagMatches,
+  evaluateBulk,
+  evaluateOne,
+  ofrepErrorBody,
+  parseOfrepRequest,
+  planBulk,
+  type OfrepRequest,
+} from './service.js';
+
+const evalBucket = (_p: Principal) => 'eval' as const;
+
+/** Request headers the OFREP routes read besides x-management-key: the key's other places ... */
+const KEY_HEADERS = ['x-api-key', 'authorization'];
+/** ... and, for bulk, the ETag to match and the Host of the event-stream URL. */
+const BULK_HEADERS = [...KEY_HEADERS, 'if-none-match', 'host'];
+
+const header = (inc: Incoming, name: string): string => inc.headers[name] ?? '';
+
+/** The key: `X-API-Key`, else `Authorization: Bearer <key>`, else `x-management-key`. */
+export function ofrepKey(inc: Incoming): string {
+  const apiKey = header(inc, 'x-api-key');
+  if (apiKey !== '') return apiKey;
+  const authz = header(inc, 'authorization');
+  if (authz.length > 7 && authz.slice(0, 7).toLowerCase() === 'bearer ') return authz.slice(7).trim();
+  return inc.managementKey;
+}
+
+/** The body as an OFREP request; a body that is not a JSON object is PARSE_ERROR. */
+function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimits): OfrepRequest {
+  // The body object is one level above its context: anything deeper cannot pass, and is refused
+  // before JSON.parse spends time building it (CONTRACT.md 8).
+  if (bodyDeeperThan(inc, limits.maxDepth + 1)) {
+    throw new OfrepError('INVALID_CONTEXT', `context: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${limits.maxDepth} levels)`, flagKey);
+  }
+  let body: Record<string, unknown>;
+  try {
+    body = jsonObjectBody(inc, true);
+  } catch (err) {
+    if ((err as VexilError).code === 'BAD_REQUEST') throw new OfrepError('PARSE_ERROR', (err as Error).message, flagKey);
+    throw err;
+  }
+  return parseOfrepRequest(body, flagKey, limits);
+}
+
+/** Transport and service errors in OFREP's shape; 429 keeps Retry-After. */
+export function ofrepError(err: VexilError): Reply {
+  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  return { status, body: ofrepErrorBody(err), headers };
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const singleReply = (json: string): Reply => ({ status: 200, raw: json, headers: JSON_HEADERS });
+
+export function ofrepRoutes(rt: Runtime): Route[] {
+  const single = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
+    const flagKey = inc.params[0];
+    const out = evaluateOne(rt, auth, flagKey, readRequest(inc, flagKey, rt.config.contextLimits));
+    return typeof out === 'string' ? singleReply(out) : out.then(singleReply);
+  };
+
+  const bulk = (auth: Authenticated, inc: Incoming): Reply => {
+    const plan = planBulk(auth, readRequest(inc, null, rt.config.contextLimits));
+    const etag = bulkEtag(plan, inc.body, rt.now());
+    // A matching ETag answers before anything is evaluated.
+    if (etagMatches(header(inc, 'if-none-match'), etag)) return { status: 304, raw: '', headers: { etag } };
+    const streams = JSON.stringify(eventStreams(rt, auth, () => hashKey(ofrepKey(inc)), header(inc, 'host')));
+    return { status: 200, raw: `{"flags":[${evaluateBulk(rt, plan).join(',')}],"eventStreams":${streams}}`, headers: { 'content-type': 'application/json', etag } };
+  };
+
+  // The SSE stream: one refetchEvaluation event per change of a flag of the key's application.
+  const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log);
+  const events = async (inc: Incoming): Promise<Reply> => {
+    const grant = await authorizeStream(rt, queryParam(inc.query, 'token'), clientAddress(inc));
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-store', 'x-accel-buffering': 'no' },
+      stream: (sink) => {
+        sink.write(': connected\nretry: 2000\n\n');
+        hub.add(sink, grant.orgId, grant.keyId, grant.application, grant.hash);
+      },
+    };
+  };
+
+  const withKey =
+    (answer: (auth: Authenticated, inc: Incoming) => Reply | Promise<Reply>) =>
+    (inc: Incoming): Reply | Promise<Reply> => {
+      const auth = authenticate(rt, ofrepKey(inc), evalBucket, clientAddress(inc));
+      return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
+    };
+
+  // The body object is one level above its context (readRequest).
+  const maxBodyDepth = rt.config.contextLimits.maxDepth + 1;
+  // Browser applications on other origins (VEXIL_CORS_ORIGINS; none by default).
+  const cors = new CorsPolicy(rt.config.corsOrigins);
+  return [
+    { method: 'post', pattern: '/ofrep/v1/evaluate/flags/:key', handler: withKey(single), onError: ofrepError, headers: KEY_HEADERS, maxBodyDepth, cors },
+    { method: 'post', pattern: '/ofrep/v1/evaluate/flags', handler: withKey(bulk), onError: ofrepError, headers: BULK_HEADERS, maxBodyDepth, cors },
+    { method: 'get', pattern: EVENTS_PATH, handler: events, onError: ofrepError, cors },
+  ];
+}

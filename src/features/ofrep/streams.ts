@@ -1,0 +1,158 @@
+/**
+ * Open OFREP event streams (CONTRACT.md 9) and what drives them. Every change the snapshot
+ * registry applies (local writes and, through the cluster bus, other nodes' writes) sends
+ * `{"type": "refetchEvaluation"}` to the streams of the changed flag's application: no database
+ * work per event, no polling. A key that is disabled, rotated or deleted ends its streams (the key
+ * cache tells us, on every node); when every key may have changed (the bus reconnected), each open
+ * key is checked again. An idle stream is one small record in two sets plus the front's socket.
+ */
+import { findKeyWithHash } from '../keys/store.js';
+import type { KeyCache } from '../../auth/key-cache.js';
+import type { SnapshotRegistry, Touches } from '../../snapshots/registry.js';
+import type { OrgSnapshot } from '../../engine/index.js';
+import type { Queryable } from '../../storage/database.js';
+import type { Logger } from '../../util/log.js';
+
+/** What the HTTP front hands a streamed reply (structurally its StreamSink). */
+export interface EventSink {
+  write(chunk: string): void;
+  end(): void;
+  onClose(cb: () => void): void;
+  readonly closed: boolean;
+}
+
+interface Stream {
+  sink: EventSink;
+  orgId: string;
+  keyId: string;
+  /** The key's application, lower-cased. */
+  app: string;
+  /** The key's stored hash when the stream opened (a rotation changes it). */
+  hash: string;
+}
+
+export const REFETCH_EVENT = 'data: {"type":"refetchEvaluation"}\n\n';
+/** A comment line every HEARTBEAT_MS, so that dead connections are noticed and proxies keep the stream. */
+const HEARTBEAT = ': keep-alive\n\n';
+const HEARTBEAT_MS = 25_000;
+
+export class OfrepStreams {
+  private readonly byOrg = new Map<string, Set<Stream>>();
+  private readonly byKey = new Map<string, Set<Stream>>();
+  /** Per organization, what changed since the last flush: application names (lower-cased) or everything. */
+  private readonly pending = new Map<string, Set<string> | 'all'>();
+  private flushScheduled = false;
+  private readonly heartbeat: NodeJS.Timeout;
+  private count = 0;
+
+  constructor(
+    registry: SnapshotRegistry,
+    keys: KeyCache,
+    private readonly db: Queryable,
+    private readonly log: Logger,
+  ) {
+    registry.onChange((orgId, snap, touches) => this.onChange(orgId, snap, touches));
+    keys.onInvalidate((keyId) => (keyId === null ? void this.recheckAll() : this.endKey(keyId)));
+    this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** Open streams on this node. */
+  get size(): number {
+    return this.count;
+  }
+
+  add(sink: EventSink, orgId: string, keyId: string, application: string, hash: string): void {
+    if (sink.closed) return;
+    const s: Stream = { sink, orgId, keyId, app: application.toLowerCase(), hash };
+    addTo(this.byOrg, orgId, s);
+    addTo(this.byKey, keyId, s);
+    this.count++;
+    sink.onClose(() => this.remove(s));
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+    for (const set of this.byOrg.values()) for (const s of set) s.sink.end();
+  }
+
+  private remove(s: Stream): void {
+    if (removeFrom(this.byOrg, s.orgId, s)) this.count--;
+    removeFrom(this.byKey, s.keyId, s);
+  }
+
+  private onChange(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
+    if (!this.byOrg.has(orgId)) return;
+    if (snap === null) {
+      // The organization is gone: its keys with it.
+      for (const s of [...this.byOrg.get(orgId)!]) s.sink.end();
+      return;
+    }
+    let app: string | null = null;
+    if (typeof touches === 'object') {
+      // A deleted flag's application is no longer known: tell every stream of the organization.
+      const project = snap.flags.get(touches.flag)?.flag.project;
+      if (project !== undefined) app = project.toLowerCase();
+    }
+    const prev = this.pending.get(orgId);
+    if (app === null) this.pending.set(orgId, 'all');
+    else if (prev === undefined) this.pending.set(orgId, new Set([app]));
+    else if (prev !== 'all') prev.add(app);
+    if (!this.flushScheduled) {
+      // Changes applied in the same turn (a burst of writes) make one event per stream.
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    for (const [orgId, apps] of this.pending) {
+      const set = this.byOrg.get(orgId);
+      if (set === undefined) continue;
+      for (const s of set) if (apps === 'all' || apps.has(s.app)) s.sink.write(REFETCH_EVENT);
+    }
+    this.pending.clear();
+  }
+
+  private beat(): void {
+    for (const set of this.byOrg.values()) for (const s of set) s.sink.write(HEARTBEAT);
+  }
+
+  /** Ends the streams of a key that was disabled, rotated or deleted; reconnecting gets 401. */
+  private endKey(keyId: string): void {
+    const set = this.byKey.get(keyId);
+    if (set !== undefined) for (const s of [...set]) s.sink.end();
+  }
+
+  /** After the bus reconnects, any key may have changed meanwhile: look each open key up again. */
+  private async recheckAll(): Promise<void> {
+    for (const keyId of [...this.byKey.keys()]) {
+      try {
+        const found = await findKeyWithHash(this.db, keyId);
+        const streams = this.byKey.get(keyId);
+        if (streams === undefined) continue;
+        // The token was signed with the hash the stream connected with; a rotation changes it.
+        if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) this.endKey(keyId);
+      } catch (err) {
+        this.log.warn('OFREP stream key check failed', { err: err as Error });
+      }
+    }
+  }
+}
+
+function addTo(map: Map<string, Set<Stream>>, id: string, s: Stream): void {
+  let set = map.get(id);
+  if (set === undefined) {
+    set = new Set();
+    map.set(id, set);
+  }
+  set.add(s);
+}
+
+function removeFrom(map: Map<string, Set<Stream>>, id: string, s: Stream): boolean {
+  const set = map.get(id);
+  if (set === undefined || !set.delete(s)) return false;
+  if (set.size === 0) map.delete(id);
+  return true;
+}

@@ -1,0 +1,68 @@
+/**
+ * The HTTP front: native uWebSockets.js where a binary loads on this Node.js and libc, else the
+ * `node:http` fallback (with a warning naming the cause and the fix), unless the operator asked
+ * to refuse that (`VEXIL_REQUIRE_NATIVE_HTTP=1`). Both serve the same routes through the same
+ * exchange logic (exchange.ts); the rest of the code never knows which one runs.
+ */
+import type { Logger } from '../util/log.js';
+import type { ExchangeContext } from './exchange.js';
+import { createNodeFront } from './node-front.js';
+import type { Route } from './router.js';
+import { createUwsFront } from './uws-front.js';
+import { loadNativeUws, type UwsCandidate, UWS_CANDIDATES } from './uws.js';
+
+export interface FrontInfo {
+  /** `uws`: native uWebSockets.js; `node`: the node:http fallback. */
+  kind: 'uws' | 'node';
+  /** The npm package whose binary is in use (uws only). */
+  package: string | null;
+  version: string | null;
+  /** Why the native front is not in use (node only). */
+  fallbackReason: string | null;
+}
+
+export interface HttpFront {
+  readonly info: FrontInfo;
+  /** Resolves with the port listened on. */
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting new connections; open ones keep being served. */
+  stopAccepting(): void;
+  /** Closes every remaining connection. */
+  closeConnections(): void;
+}
+
+export class NativeHttpRequiredError extends Error {
+  override name = 'NativeHttpRequiredError';
+}
+
+export interface FrontOptions {
+  requireNative: boolean;
+  /** Tests: force the fallback front. */
+  forceFallback?: boolean;
+  candidates?: UwsCandidate[];
+}
+
+export function createFront(ctx: ExchangeContext, routes: Route[], opts: FrontOptions, log: Logger): HttpFront {
+  const loaded = opts.forceFallback ? { ok: false as const, reasons: ['VEXIL_HTTP_FRONT=node'] } : loadNativeUws(opts.candidates ?? UWS_CANDIDATES);
+  if (loaded.ok) {
+    log.info('http front: native uWebSockets.js', { package: loaded.name, version: loaded.version });
+    return createUwsFront(loaded.module, { kind: 'uws', package: loaded.name, version: loaded.version, fallbackReason: null }, ctx, routes);
+  }
+  const reason = loaded.reasons.join('; ');
+  if (opts.requireNative) {
+    throw new NativeHttpRequiredError(
+      `No native uWebSockets.js binary loads on Node ${process.version} (${process.platform}-${process.arch}): ${reason}. ` +
+        'VEXIL_REQUIRE_NATIVE_HTTP=1 refuses the node:http fallback. Fix: run on a system with glibc 2.38 or newer ' +
+        '(Debian 13, Ubuntu 24.04) for Node 20-25, or on Node 20.',
+    );
+  }
+  if (!opts.forceFallback) {
+    log.warn(
+      'http front: no native uWebSockets.js binary loads here, serving on the slower node:http fallback. ' +
+        'Fix: glibc 2.38 or newer (Debian 13, Ubuntu 24.04) for Node 20-25, or Node 20 on older glibc. ' +
+        'Set VEXIL_REQUIRE_NATIVE_HTTP=1 to refuse to start instead.',
+      { node: process.version, reasons: loaded.reasons },
+    );
+  }
+  return createNodeFront({ kind: 'node', package: null, version: null, fallbackReason: reason }, ctx, routes);
+}

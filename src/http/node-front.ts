@@ -1,0 +1,218 @@
+/**
+ * The fallback front: Node's own `node:http`, for platforms where no native uWebSockets.js binary
+ * loads (for example Node 22 or 24 on glibc older than 2.38). It serves the same routes with the
+ * same answers as the native front (the exchange logic is shared); only throughput differs.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import {
+  decodeParam,
+  BodyReader,
+  EMPTY_BODY,
+  MAX_BODY_BYTES,
+  NO_HEADERS,
+  runExchange,
+  sendError,
+  sendReply,
+  tooLargeError,
+  type ExchangeContext,
+  type Incoming,
+  type ResponseWriter,
+  type StreamSink,
+} from './exchange.js';
+import type { FrontInfo, HttpFront } from './front.js';
+import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, RouteTable, type Route } from './router.js';
+import { STATUS_TEXT } from './status.js';
+
+class NodeWriter implements ResponseWriter {
+  aborted = false;
+  private stream: NodeStream | null = null;
+  readonly startedAt = performance.now();
+
+  constructor(
+    private readonly res: ServerResponse,
+    readonly requestId: string,
+  ) {
+    res.on('close', () => {
+      this.aborted = true;
+      this.stream?.finish();
+    });
+  }
+
+  send(status: number, headers: Record<string, string> | undefined, body: string | Buffer | null, close: boolean): void {
+    const res = this.res;
+    this.aborted = true;
+    res.statusCode = status;
+    res.statusMessage = STATUS_TEXT[status] ?? '';
+    res.setHeader('x-request-id', this.requestId);
+    if (headers !== undefined) for (const h in headers) res.setHeader(h, headers[h]);
+    if (close) res.setHeader('connection', 'close');
+    if (body === null) res.end();
+    else res.end(body);
+  }
+
+  open(status: number, headers: Record<string, string> | undefined): StreamSink {
+    const res = this.res;
+    res.statusCode = status;
+    res.statusMessage = STATUS_TEXT[status] ?? '';
+    res.setHeader('x-request-id', this.requestId);
+    if (headers !== undefined) for (const h in headers) res.setHeader(h, headers[h]);
+    res.flushHeaders();
+    this.stream = new NodeStream(res);
+    return this.stream;
+  }
+}
+
+class NodeStream implements StreamSink {
+  closed = false;
+  private listeners: (() => void)[] = [];
+
+  constructor(private readonly res: ServerResponse) {}
+
+  write(chunk: string): void {
+    if (!this.closed) this.res.write(chunk);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.res.end();
+    this.finish();
+  }
+
+  onClose(cb: () => void): void {
+    if (this.closed) cb();
+    else this.listeners.push(cb);
+  }
+
+  finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const ls = this.listeners;
+    this.listeners = [];
+    for (const cb of ls) cb();
+  }
+}
+
+const header = (req: IncomingMessage, name: string): string => {
+  const v = req.headers[name];
+  return v === undefined ? '' : Array.isArray(v) ? v.join(', ') : v;
+};
+
+const remoteAddressOf = (req: IncomingMessage): string => {
+  const a = req.socket.remoteAddress ?? '';
+  return a.startsWith('::ffff:') ? a.slice(7) : a;
+};
+
+export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: Route[]): HttpFront {
+  const table = new RouteTable(groupByPattern(routes));
+
+  const server = createServer((req, res) => {
+    ctx.begin();
+    const w = new NodeWriter(res, ctx.requestId(header(req, 'x-request-id')));
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const match = table.match(path);
+    if (match === null) {
+      sendReply(ctx, w, notFoundReply());
+      req.resume();
+      return;
+    }
+    const method = (req.method ?? 'GET').toUpperCase();
+    const route = match.group.routes.find((r) => HTTP_NAME[r.method] === method);
+    if (route === undefined) {
+      sendReply(ctx, w, match.group.otherMethod(method, header(req, 'origin')));
+      req.resume();
+      return;
+    }
+    let inc: Incoming;
+    try {
+      let headers = NO_HEADERS;
+      const extra = capturedHeaders(route);
+      if (extra.length > 0) {
+        headers = {};
+        for (const h of extra) headers[h] = header(req, h);
+      }
+      inc = {
+        method,
+        path,
+        query: q < 0 ? '' : url.slice(q + 1),
+        params: match.params.map(decodeParam),
+        managementKey: header(req, 'x-management-key'),
+        operatorToken: header(req, 'x-operator-token'),
+        contentType: header(req, 'content-type'),
+        body: EMPTY_BODY,
+        bodyTooDeep: null,
+        headers,
+        remoteAddress: () => remoteAddressOf(req),
+      };
+    } catch (err) {
+      sendError(ctx, w, route, err);
+      req.resume();
+      return;
+    }
+    if (!HAS_BODY[route.method]) {
+      req.resume();
+      runExchange(ctx, route, inc, w);
+      return;
+    }
+    const length = req.headers['content-length'];
+    if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
+      sendError(ctx, w, null, tooLargeError(), true, route);
+      req.resume();
+      return;
+    }
+    const reader = new BodyReader(route, inc);
+    let settled = false;
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      if (!reader.push(chunk, false)) {
+        settled = true;
+        sendError(ctx, w, null, tooLargeError(), true, route);
+      }
+    });
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      reader.finish(inc);
+      runExchange(ctx, route, inc, w);
+    });
+    req.on('close', () => {
+      // A client that leaves mid-body never reaches the handler: the exchange ends here.
+      if (settled) return;
+      settled = true;
+      ctx.done();
+    });
+  });
+  // Slow-client protection comparable to uWS's own timeouts.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 10_000;
+
+  // The listener is a plain net.Server handing sockets to the HTTP server: closing it stops new
+  // connections without touching open ones (http.Server.close() would also close connections it
+  // deems idle, including some with a request in flight).
+  const sockets = new Set<Socket>();
+  const listener = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    server.emit('connection', socket);
+  });
+  return {
+    info,
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(port, host, () => {
+          listener.off('error', reject);
+          resolve((listener.address() as AddressInfo).port);
+        });
+      }),
+    stopAccepting() {
+      listener.close();
+    },
+    closeConnections() {
+      for (const s of sockets) s.destroy();
+    },
+  };
+}

@@ -1,0 +1,233 @@
+/**
+ * The native front: uWebSockets.js. Request fields are captured before the first await (uWS
+ * requests are only valid synchronously); every write after that is corked and skipped once the
+ * client has gone away.
+ */
+import {
+  decodeParam,
+  BodyReader,
+  EMPTY_BODY,
+  MAX_BODY_BYTES,
+  NO_HEADERS,
+  runExchange,
+  sendError,
+  sendReply,
+  tooLargeError,
+  type ExchangeContext,
+  type Incoming,
+  type ResponseWriter,
+  type StreamSink,
+} from './exchange.js';
+import type { HttpFront, FrontInfo } from './front.js';
+import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
+import { STATUS_LINE } from './status.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule, us_listen_socket } from './uws.js';
+
+const textDecoder = new TextDecoder();
+
+/** One exchange's response side. */
+class UwsWriter implements ResponseWriter {
+  aborted = false;
+  /** The body is still arriving: the exchange has not reached its handler. */
+  bodyPending = false;
+  private stream: UwsStream | null = null;
+  readonly startedAt = performance.now();
+
+  constructor(
+    private readonly res: HttpResponse,
+    ctx: ExchangeContext,
+    readonly requestId: string,
+  ) {
+    res.onAborted(() => {
+      this.aborted = true;
+      this.stream?.closedByPeer();
+      // A client that leaves mid-body never reaches the handler: the exchange ends here.
+      if (this.bodyPending) {
+        this.bodyPending = false;
+        ctx.done();
+      }
+    });
+  }
+
+  remoteAddress = (): string => (this.aborted ? '' : textDecoder.decode(this.res.getRemoteAddressAsText()));
+
+  send(status: number, headers: Record<string, string> | undefined, body: string | Buffer | null, close: boolean): void {
+    const res = this.res;
+    this.aborted = true; // nothing may touch `res` after `end`
+    res.cork(() => {
+      res.writeStatus(STATUS_LINE[status] ?? String(status));
+      res.writeHeader('x-request-id', this.requestId);
+      if (headers !== undefined) for (const h in headers) res.writeHeader(h, headers[h]);
+      if (body === null) {
+        // 204/304 carry no Content-Length. Passing any argument to endWithoutBody makes uWS write
+        // one (an undefined length as 2^63), so the close is signalled by the header alone here.
+        if (close) res.writeHeader('connection', 'close');
+        res.endWithoutBody();
+      } else res.end(body, close);
+    });
+  }
+
+  open(status: number, headers: Record<string, string> | undefined): StreamSink {
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(STATUS_LINE[status] ?? String(status));
+      res.writeHeader('x-request-id', this.requestId);
+      if (headers !== undefined) for (const h in headers) res.writeHeader(h, headers[h]);
+      // Sends status and headers now, with chunked encoding for what follows.
+      res.write('');
+    });
+    this.stream = new UwsStream(res, () => {
+      this.aborted = true;
+    });
+    return this.stream;
+  }
+}
+
+class UwsStream implements StreamSink {
+  closed = false;
+  private listeners: (() => void)[] = [];
+
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly onFinish: () => void,
+  ) {}
+
+  write(chunk: string): void {
+    if (this.closed) return;
+    this.res.cork(() => this.res.write(chunk));
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.res.cork(() => this.res.end());
+    this.finish();
+  }
+
+  onClose(cb: () => void): void {
+    if (this.closed) cb();
+    else this.listeners.push(cb);
+  }
+
+  closedByPeer(): void {
+    if (!this.closed) this.finish();
+  }
+
+  private finish(): void {
+    this.closed = true;
+    this.onFinish();
+    const ls = this.listeners;
+    this.listeners = [];
+    for (const cb of ls) cb();
+  }
+}
+
+function handlerFor(ctx: ExchangeContext, route: Route) {
+  const params = paramCount(route.pattern);
+  const method = HTTP_NAME[route.method];
+  const readBody = HAS_BODY[route.method];
+  const extra = capturedHeaders(route);
+
+  return (res: HttpResponse, req: HttpRequest): void => {
+    ctx.begin();
+    const w = new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id')));
+    let inc: Incoming;
+    try {
+      const values: string[] = [];
+      for (let i = 0; i < params; i++) values.push(decodeParam(req.getParameter(i) ?? ''));
+      let headers = NO_HEADERS;
+      if (extra.length > 0) {
+        headers = {};
+        for (const h of extra) headers[h] = req.getHeader(h);
+      }
+      inc = {
+        method,
+        path: req.getUrl(),
+        query: req.getQuery() ?? '',
+        params: values,
+        managementKey: req.getHeader('x-management-key'),
+        operatorToken: req.getHeader('x-operator-token'),
+        contentType: req.getHeader('content-type'),
+        body: EMPTY_BODY,
+        bodyTooDeep: null,
+        headers,
+        remoteAddress: w.remoteAddress,
+      };
+    } catch (err) {
+      sendError(ctx, w, route, err);
+      return;
+    }
+
+    const length = req.getHeader('content-length');
+    const chunked = req.getHeader('transfer-encoding') !== '';
+    if (!readBody || (!chunked && (length === '' || length === '0'))) {
+      runExchange(ctx, route, inc, w);
+      return;
+    }
+    if (length !== '' && Number(length) > MAX_BODY_BYTES) {
+      tooLarge(ctx, w, route);
+      return;
+    }
+    let reader: BodyReader | null = new BodyReader(route, inc);
+    w.bodyPending = true;
+    res.onData((chunk, isLast) => {
+      if (reader === null) return;
+      // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.
+      if (!reader.push(new Uint8Array(chunk), true)) {
+        reader = null;
+        tooLarge(ctx, w, route);
+        return;
+      }
+      if (isLast) {
+        reader.finish(inc);
+        reader = null;
+        w.bodyPending = false;
+        runExchange(ctx, route, inc, w);
+      }
+    });
+  };
+}
+
+/** 413 and close the connection: the rest of the body is not read. */
+function tooLarge(ctx: ExchangeContext, w: UwsWriter, route: Route): void {
+  w.bodyPending = false;
+  sendError(ctx, w, null, tooLargeError(), true, route);
+}
+
+export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeContext, routes: Route[]): HttpFront {
+  const app: TemplatedApp = uws.App();
+  for (const group of groupByPattern(routes)) {
+    for (const r of group.routes) app[r.method](r.pattern, handlerFor(ctx, r));
+    app.any(group.pattern, (res, req) => {
+      ctx.begin();
+      sendReply(ctx, new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id'))), group.otherMethod(req.getMethod(), req.getHeader('origin')));
+    });
+  }
+  app.any('/*', (res, req) => {
+    ctx.begin();
+    sendReply(ctx, new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id'))), notFoundReply());
+  });
+
+  let listenSocket: us_listen_socket | null = null;
+  return {
+    info,
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        app.listen(host, port, (s) => {
+          if (!s) {
+            reject(new Error(`Cannot listen on ${host}:${port}`));
+            return;
+          }
+          listenSocket = s;
+          resolve(uws.us_socket_local_port(s));
+        });
+      }),
+    stopAccepting() {
+      if (listenSocket !== null) uws.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+    },
+    closeConnections() {
+      // Closes every socket of the app; present in both packages, missing from 20.30's typings.
+      (app as TemplatedApp & { close(): void }).close();
+    },
+  };
+}

@@ -1,0 +1,185 @@
+/**
+ * Prometheus metrics for one node (CONTRACT.md 10), on a registry of its own so several nodes can
+ * share a process (tests). Label values are only route templates, methods, status codes and
+ * reason codes: never a flag name, user id or key value.
+ *
+ * Hot-path cost: an HTTP observation is a few increments on its route's pre-built RouteStats (no
+ * label set built, no string, no allocation); an evaluation is one `Atomics.add` (eval-counts.ts).
+ * Everything is turned into prom-client samples only when scraped.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { REASON_CODES } from '../domain/types.js';
+import { EvalCounts } from './eval-counts.js';
+
+export interface GaugeSources {
+  queueDepth(): number;
+  clusterNodes(): number;
+  busConnected(): boolean;
+  snapshotAgeSeconds(): number;
+}
+
+/** The pre-bound children of one route template and method. */
+export interface RouteObserver {
+  observe(status: number, seconds: number): void;
+}
+
+/** Label for requests that matched no route (404) or no method of their path (405). */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/** Seconds; evaluation answers sit in the first buckets, management writes further up. */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/**
+ * One route template's request counts and durations, in plain numbers: an observation is a few
+ * array increments. (prom-client's own `labels(...).inc()` / `.observe()` hash the label set on
+ * every call, about 6 µs per request here; that is a tenth of a whole REST evaluation.) The
+ * registry reads these at scrape time: counts through a prom-client Counter's `collect`, durations
+ * through `RouteHistogram`, a prom-client collector object.
+ */
+class RouteStats implements RouteObserver {
+  /** Requests by status code (index), and what was last handed to the counter. */
+  readonly byStatus: number[] = [];
+  readonly flushed: number[] = [];
+  /** Cumulative at export; here one cell per bucket plus +Inf. */
+  readonly buckets = new Float64Array(DURATION_BUCKETS.length + 1);
+  sum = 0;
+  count = 0;
+
+  constructor(
+    readonly template: string,
+    readonly method: string,
+  ) {}
+
+  observe(status: number, seconds: number): void {
+    this.byStatus[status] = (this.byStatus[status] ?? 0) + 1;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]) i++;
+    this.buckets[i]++;
+    this.sum += seconds;
+    this.count++;
+  }
+}
+
+interface ExportedValue {
+  metricName: string;
+  labels: Record<string, string | number>;
+  value: number;
+}
+
+/** The duration histogram of every route, as a prom-client collector (Registry.registerMetric). */
+class RouteHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly routes: () => Iterable<RouteStats>,
+  ) {}
+
+  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: ExportedValue[] }> {
+    const values: ExportedValue[] = [];
+    for (const r of this.routes()) {
+      const labels = { route: r.template, method: r.method };
+      let cumulative = 0;
+      for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
+        cumulative += r.buckets[i];
+        const le = i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i] : '+Inf';
+        values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le }, value: cumulative });
+      }
+      values.push({ metricName: `${this.name}_sum`, labels, value: r.sum });
+      values.push({ metricName: `${this.name}_count`, labels, value: r.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {}
+}
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly evalCounts: EvalCounts;
+  private readonly evaluations: Counter<'reason'>;
+  private readonly observers = new Map<string, RouteStats>();
+  private readonly drainTimer: NodeJS.Timeout;
+
+  constructor(sources: GaugeSources, evalCounts = new EvalCounts()) {
+    this.evalCounts = evalCounts;
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const drain = () => this.evalCounts.drain((reason, n) => this.evaluations.labels(reason).inc(n));
+    this.evaluations = new Counter({
+      name: 'vexil_evaluations_total',
+      help: 'Flag evaluations served (REST, GraphQL, OFREP), by CONTRACT.md 6 reason code',
+      labelNames: ['reason'],
+      registers,
+      collect: drain,
+    });
+    for (const r of REASON_CODES) this.evaluations.labels(r).inc(0);
+    // Keeps each shared 32-bit cell far from overflowing between scrapes.
+    this.drainTimer = setInterval(drain, 10_000);
+    this.drainTimer.unref();
+    const observers = this.observers;
+    const requests: Counter<'route' | 'method' | 'status'> = new Counter({
+      name: 'vexil_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+      collect() {
+        for (const r of observers.values()) {
+          r.byStatus.forEach((n, status) => {
+            const d = n - (r.flushed[status] ?? 0);
+            if (d === 0) return;
+            requests.labels(r.template, r.method, String(status)).inc(d);
+            r.flushed[status] = n;
+          });
+        }
+      },
+    });
+    this.registry.registerMetric(
+      new RouteHistogram(
+        'vexil_http_request_duration_seconds',
+        'Time from a request arriving to its answer being written, by route template and method',
+        () => observers.values(),
+      ) as unknown as Parameters<Registry['registerMetric']>[0],
+    );
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge('vexil_eval_pool_queue_depth', 'Evaluations handed to the worker pool and not yet answered', sources.queueDepth);
+    gauge('vexil_cluster_nodes', 'Nodes this node sees on the cluster bus, itself included', sources.clusterNodes);
+    gauge('vexil_bus_connected', '1 while the cluster bus (NATS) is connected or local, else 0', () => (sources.busConnected() ? 1 : 0));
+    gauge('vexil_snapshot_age_seconds', 'Seconds since this node last confirmed its snapshots against the database', sources.snapshotAgeSeconds);
+  }
+
+  /** The observer for one route template and method; build it once per route, not per request. */
+  route(template: string, method: string): RouteObserver {
+    const id = `${method} ${template}`;
+    let o = this.observers.get(id);
+    if (o === undefined) {
+      o = new RouteStats(template, method);
+      this.observers.set(id, o);
+    }
+    return o;
+  }
+
+  /** The exposition text, in Prometheus's text format. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  close(): void {
+    clearInterval(this.drainTimer);
+    this.registry.clear();
+  }
+}

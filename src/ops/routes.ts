@@ -1,0 +1,77 @@
+/**
+ * Operations endpoints (CONTRACT.md 10): `/livez`, `/readyz`, `/healthz` and `/metrics`. None of
+ * them needs a Management Key or shows one; `/metrics` asks for `Authorization: Bearer <token>`
+ * when VEXIL_METRICS_TOKEN is set.
+ */
+import { secretMatches } from '../auth/key-material.js';
+import { VexilError } from '../domain/errors.js';
+import { errorReply, type Reply } from '../http/exchange.js';
+import type { Route } from '../http/router.js';
+import type { DbHealth } from './db-health.js';
+import type { NodeMetrics } from './metrics.js';
+
+export interface OpsDeps {
+  nodeId: string;
+  /** Null when VEXIL_METRICS=0: no /metrics route. */
+  metrics: NodeMetrics | null;
+  metricsToken: string | null;
+  dbHealth: DbHealth;
+  draining(): boolean;
+  clusterNodes(): number;
+  /** 'up' | 'down' for NATS, 'local' for the in-process bus. */
+  bus(): 'up' | 'down' | 'local';
+  httpFront(): string;
+}
+
+const unavailable = (detail: string): Reply => errorReply(new VexilError('UNAVAILABLE', detail), { 'retry-after': '1' });
+
+export function opsRoutes(d: OpsDeps): Route[] {
+  return [...healthRoutes(d), ...(d.metrics === null ? [] : [metricsRoute(d, d.metrics)])];
+}
+
+function healthRoutes(d: OpsDeps): Route[] {
+  const ready = (dbOk: boolean): Reply => {
+    if (d.draining()) return unavailable('The node is shutting down');
+    if (!dbOk) return unavailable('The database does not answer');
+    return { status: 200, body: { status: 'ready', node: d.nodeId, database: 'up', bus: d.bus(), http: d.httpFront() } };
+  };
+  return [
+    { method: 'get', pattern: '/livez', handler: () => ({ status: 200, body: { status: 'live' } }) },
+    {
+      method: 'get',
+      pattern: '/readyz',
+      // The routes are served only once every snapshot is loaded (node.ts), so "ready" here means:
+      // not draining, and the database answered a check at most a second old.
+      handler: () => {
+        if (d.draining()) return ready(true);
+        const ok = d.dbHealth.answers();
+        return ok instanceof Promise ? ok.then(ready) : ready(ok);
+      },
+    },
+    {
+      method: 'get',
+      pattern: '/healthz',
+      handler: () => ({ status: 200, body: { status: 'ok', node: d.nodeId, nodes: d.clusterNodes(), bus: d.bus(), http: d.httpFront() } }),
+    },
+  ];
+}
+
+function metricsRoute(d: OpsDeps, metrics: NodeMetrics): Route {
+  return {
+    method: 'get',
+    pattern: '/metrics',
+    headers: ['authorization'],
+    handler: async (inc) => {
+      if (d.metricsToken !== null) {
+        const auth = inc.headers.authorization;
+        const presented = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
+        if (presented === '' || !secretMatches(presented, d.metricsToken)) {
+          return errorReply(new VexilError('UNAUTHENTICATED', 'A valid metrics token is required (Authorization: Bearer <token>)'), {
+            'www-authenticate': 'Bearer realm="metrics"',
+          });
+        }
+      }
+      return { status: 200, raw: await metrics.text(), headers: { 'content-type': metrics.contentType } };
+    },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * Browser harness for the admin UI suites: Debian's Chromium driven by playwright-core (its own
+ * browser download cannot work here), a fresh profile per run, axe-core run inside the page, and
+ * screenshots into docs/screenshots/ when VEXIL_SCREENSHOTS=1 (`npm run screenshots`).
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { projectPath } from '../../src/util/paths.js';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Why the browser suites cannot run here, or null when they can. */
+export function browserUnavailable(): string | null {
+  if (!existsSync(CHROMIUM)) return `Chromium not found at ${CHROMIUM} (apt-get install -y chromium): browser tests skipped`;
+  if (!existsSync(projectPath('dist', 'ui', 'index.html'))) return 'dist/ui is not built (npm run build): browser tests skipped';
+  return null;
+}
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  /** Problems the page reported: console errors (CSP violations included) and uncaught errors. */
+  problems: string[];
+  close(): Promise<void>;
+}
+
+export async function openBrowser(): Promise<Browser> {
+  const profile = mkdtempSync(join(tmpdir(), 'vexil-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1280, height: 860 },
+    locale: 'en-GB',
+    timezoneId: 'UTC',
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    // The browser logs failed requests (the sign-in with a bad key answers 401 on purpose).
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(e.message));
+  return {
+    context,
+    page,
+    problems,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/**
+ * Runs axe-core on the page as it is now and answers the violations of impact serious or
+ * critical. (Evaluated through the DevTools protocol, so the page's CSP, which forbids inline
+ * scripts, does not get in the way; the page itself stays under its CSP.)
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(axeSource);
+  const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: AxeViolation[] };
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+export const screenshotsOn = process.env.VEXIL_SCREENSHOTS === '1';
+
+/** A full-page screenshot into docs/screenshots/<name>.png, when screenshots are on. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (!screenshotsOn) return;
+  const dir = projectPath('docs', 'screenshots');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,155 @@
+/** Small shared pieces: labelled fields with their error, notices, confirmation, loading. */
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError } from './api';
+
+let nextId = 0;
+export const useId = (prefix: string) => useState(() => `${prefix}-${++nextId}`)[0];
+
+/** A message in words next to the control it belongs to. */
+export function ErrorText({ id, error }: { id: string; error?: string | null }) {
+  if (!error) return null;
+  return (
+    <p class="error" id={id} role="alert">
+      {error}
+    </p>
+  );
+}
+
+/** Props for a control inside a Field: its id, its error wiring. */
+export interface ControlProps {
+  id: string;
+  'aria-invalid'?: 'true';
+  'aria-describedby'?: string;
+}
+
+/** A label, a control (render prop) and the control's error or hint below it. */
+export function Field(props: {
+  label: string;
+  /** Read by screen readers after the label (to tell repeated rows apart). */
+  srSuffix?: string;
+  error?: string | null;
+  hint?: string;
+  class?: string;
+  children: (p: ControlProps) => ComponentChildren;
+}) {
+  const id = useId('f');
+  const describedBy = [props.error ? `${id}-err` : '', props.hint ? `${id}-hint` : ''].filter(Boolean).join(' ');
+  return (
+    <div class={`field ${props.class ?? ''}`}>
+      <label for={id}>
+        {props.label}
+        {props.srSuffix && <span class="sr-only">{props.srSuffix}</span>}
+      </label>
+      {props.children({ id, ...(props.error ? { 'aria-invalid': 'true' as const } : {}), ...(describedBy ? { 'aria-describedby': describedBy } : {}) })}
+      {props.hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {props.hint}
+        </p>
+      )}
+      <ErrorText id={`${id}-err`} error={props.error} />
+    </div>
+  );
+}
+
+/** A success or information line, announced politely. */
+export function Status({ text }: { text: string | null }) {
+  return (
+    <p class="status" role="status">
+      {text ?? ''}
+    </p>
+  );
+}
+
+/** A button that asks for confirmation inline before running `onConfirm`. */
+export function ConfirmButton(props: {
+  label: string;
+  question: string;
+  confirmLabel?: string;
+  disabled?: boolean;
+  danger?: boolean;
+  describedBy?: string;
+  onConfirm: () => void | Promise<void>;
+}) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" class={props.danger ? 'danger' : ''} disabled={props.disabled} aria-describedby={props.describedBy} onClick={() => setAsking(true)}>
+        {props.label}
+      </button>
+    );
+  }
+  return (
+    <span class="confirm" role="group" aria-label={props.question}>
+      <span>{props.question}</span>
+      <button
+        type="button"
+        class="danger"
+        ref={(el) => el?.focus()}
+        onClick={async () => {
+          setAsking(false);
+          await props.onConfirm();
+        }}
+      >
+        {props.confirmLabel ?? `Yes, ${props.label.toLowerCase()}`}
+      </button>
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+export const messageOf = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
+
+/** Loads data with `load`; `reload` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
+  const run = useCallback(() => {
+    let live = true;
+    load().then(
+      (data) => live && setState({ data, loading: false }),
+      (err) => live && setState({ error: messageOf(err), loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  useEffect(run, [run]);
+  return { ...state, reload: run };
+}
+
+export function Loading({ error, loading }: { error?: string; loading: boolean }) {
+  if (error) return <p class="error" role="alert">{error}</p>;
+  if (loading) return <p aria-live="polite">Loading…</p>;
+  return null;
+}
+
+/** Formats an ISO date-time for people, in their locale, with seconds dropped. */
+export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—');
+
+/** Copies text to the clipboard and says so. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <>
+      <button
+        type="button"
+        onClick={async () => {
+          try {
+            await navigator.clipboard.writeText(text);
+            setDone('Copied to the clipboard.');
+          } catch {
+            setDone('Copying is not allowed here: select the value and copy it yourself.');
+          }
+        }}
+      >
+        {label}
+      </button>
+      <span role="status" class="hint">
+        {done ?? ''}
+      </span>
+    </>
+  );
+}

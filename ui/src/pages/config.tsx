@@ -1,0 +1,207 @@
+/** One stage (or stage + clientId) configuration, edited in a form: rules, conditions, allocations. */
+import { useState } from 'preact/hooks';
+import { gql, CONFIG_FIELDS, type Flag, type FlagConfig } from '../api';
+import { ConfirmButton, Field, messageOf, Status, useId } from '../components';
+import { draftOf, knownPaths, newRule, OPERATORS, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
+
+const SR = ({ children }: { children: string }) => <span class="sr-only">{children}</span>;
+
+function RuleEditor(props: { flag: Flag; rule: RuleDraft; index: number; errors: Errors; onChange: (r: RuleDraft | null) => void }) {
+  const { flag, rule, index: i, errors } = props;
+  const at = `rules[${i}]`;
+  const n = i + 1;
+  const set = (patch: Partial<RuleDraft>) => props.onChange({ ...rule, ...patch });
+  const setCond = (j: number, patch: Partial<RuleDraft['conditions'][number]>) =>
+    set({ conditions: rule.conditions.map((c, k) => (k === j ? { ...c, ...patch } : c)) });
+  const setAlloc = (j: number, patch: Partial<RuleDraft['allocations'][number]>) =>
+    set({ allocations: rule.allocations.map((a, k) => (k === j ? { ...a, ...patch } : a)) });
+  return (
+    <fieldset class="rule">
+      <legend>Rule {n}</legend>
+      {errors[at] && <p class="error" role="alert">{errors[at]}</p>}
+      <div class="row">
+        <Field label={`Priority of rule ${n}`} error={errors[`${at}.priority`]} hint="Lower numbers are checked first." class="narrow">
+          {(p) => <input {...p} type="number" step="1" value={rule.priority} onInput={(e) => set({ priority: e.currentTarget.value })} />}
+        </Field>
+        <button type="button" class="danger-link" onClick={() => props.onChange(null)}>Remove rule {n}</button>
+      </div>
+      <h4>Conditions <span class="hint">(all must match; none matches every user)</span></h4>
+      {rule.conditions.map((c, j) => {
+        const cat = `${at}.conditions[${j}]`;
+        const suffix = ` of rule ${n}, condition ${j + 1}`;
+        return (
+          <div class="row condition" key={j}>
+            <Field label="Field" srSuffix={suffix} error={errors[`${cat}.field`]} class="grow">
+              {(p) => (
+                <input {...p} value={c.field} placeholder="country" onInput={(e) => setCond(j, { field: e.currentTarget.value })} />
+              )}
+            </Field>
+            <div class="field">
+              <label for={`op-${cat}`}>Operator<SR>{suffix}</SR></label>
+              <select id={`op-${cat}`} value={c.operator} aria-invalid={errors[`${cat}.operator`] ? 'true' : undefined} onChange={(e) => setCond(j, { operator: e.currentTarget.value })}>
+                {OPERATORS.map((o) => <option key={o}>{o}</option>)}
+              </select>
+            </div>
+            <Field label="Value" srSuffix={suffix} error={errors[`${cat}.value`]} class="grow">
+              {(p) => <input {...p} value={c.value} placeholder='NL, 42, ["a","b"]' onInput={(e) => setCond(j, { value: e.currentTarget.value })} />}
+            </Field>
+            <button type="button" class="icon" aria-label={`Remove condition ${j + 1} of rule ${n}`} onClick={() => set({ conditions: rule.conditions.filter((_, k) => k !== j) })}>
+              Remove
+            </button>
+          </div>
+        );
+      })}
+      <p class="hint">A value is read as JSON when it is JSON (42, true, ["a","b"], "42"), else as text.</p>
+      <button type="button" onClick={() => set({ conditions: [...rule.conditions, { field: '', operator: '==', value: '' }] })}>
+        Add condition to rule {n}
+      </button>
+      <h4>Allocations <span class="hint">(add up to 100%)</span></h4>
+      {rule.allocations.map((a, j) => {
+        const aat = `${at}.allocations[${j}]`;
+        const suffix = ` of rule ${n}, allocation ${j + 1}`;
+        return (
+          <div class="row allocation" key={j}>
+            <Field label="Variant" srSuffix={suffix} error={errors[`${aat}.variantKey`]}>
+              {(p) => (
+                <select {...p} value={a.variantKey} onChange={(e) => setAlloc(j, { variantKey: e.currentTarget.value })}>
+                  {!flag.variants.some((v) => v.key === a.variantKey) && <option value={a.variantKey}>{a.variantKey || '(choose)'}</option>}
+                  {flag.variants.map((v) => <option key={v.key}>{v.key}</option>)}
+                </select>
+              )}
+            </Field>
+            <Field label="Percentage" srSuffix={suffix} error={errors[`${aat}.percentage`]} class="narrow">
+              {(p) => <input {...p} type="number" min="0" max="100" step="any" value={a.percentage} onInput={(e) => setAlloc(j, { percentage: e.currentTarget.value })} />}
+            </Field>
+            <button type="button" class="icon" aria-label={`Remove allocation ${j + 1} of rule ${n}`} onClick={() => set({ allocations: rule.allocations.filter((_, k) => k !== j) })}>
+              Remove
+            </button>
+          </div>
+        );
+      })}
+      {errors[`${at}.allocations`] && <p class="error" role="alert">{errors[`${at}.allocations`]}</p>}
+      <button type="button" onClick={() => set({ allocations: [...rule.allocations, { variantKey: flag.variants[0]?.key ?? '', percentage: '0' }] })}>
+        Add allocation to rule {n}
+      </button>
+    </fieldset>
+  );
+}
+
+export function ConfigEditor(props: { flag: Flag; stage: string; clientId: string | null; config?: FlagConfig; canWrite: boolean; onChanged: () => void }) {
+  const { flag, stage, clientId, config } = props;
+  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, clientId, config));
+  const [errors, setErrors] = useState<Errors>({});
+  const [status, setStatus] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const id = useId('cfg');
+  const title = clientId === null ? stage : `${stage}, client ${clientId}`;
+  const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
+
+  const fail = (err: unknown) => setErrors(placeApiError(messageOf(err), knownPaths(draft)));
+
+  const toggle = async (enabled: boolean) => {
+    set({ enabled });
+    if (!config) return; // saved with the form
+    setBusy(true);
+    setErrors({});
+    try {
+      await gql('mutation($n: String!, $s: String!, $c: String, $e: Boolean!) { setFlagConfigEnabled(name: $n, stage: $s, clientId: $c, enabled: $e) { enabled } }', { n: flag.name, s: stage, c: clientId, e: enabled });
+      setStatus(`${title}: ${enabled ? 'enabled' : 'disabled'}.`);
+      props.onChanged();
+    } catch (err) {
+      set({ enabled: !enabled });
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setStatus(null);
+    const { errors: errs, input } = toInput(flag, draft);
+    setErrors(errs);
+    if (!input) {
+      setStatus('Not saved: fix the fields marked above.');
+      return;
+    }
+    setBusy(true);
+    try {
+      const r = await gql<{ upsertFlagConfig: FlagConfig }>(`mutation($n: String!, $i: UpsertFlagConfigInput!) { upsertFlagConfig(name: $n, input: $i) { ${CONFIG_FIELDS} } }`, { n: flag.name, i: input });
+      setDraft(draftOf(flag, stage, clientId, r.upsertFlagConfig));
+      setStatus(`${title}: saved.`);
+      props.onChanged();
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const remove = async () => {
+    try {
+      await gql('mutation($n: String!, $s: String!, $c: String) { deleteFlagConfig(name: $n, stage: $s, clientId: $c) }', { n: flag.name, s: stage, c: clientId });
+      setDraft(draftOf(flag, stage, clientId, undefined));
+      setStatus(`${title}: configuration deleted.`);
+      props.onChanged();
+    } catch (err) {
+      fail(err);
+    }
+  };
+
+  return (
+    <section class="card config" aria-labelledby={`${id}-h`}>
+      <form onSubmit={save} novalidate>
+        <div class="title-row">
+          <h3 id={`${id}-h`}>
+            <span class="sr-only">Configuration </span>
+            {title}
+          </h3>
+          <label class="switch">
+            <input type="checkbox" role="switch" checked={draft.enabled} disabled={!props.canWrite || busy} onChange={(e) => toggle(e.currentTarget.checked)} />
+            Enabled
+          </label>
+          <span class={`badge ${!config ? 'muted' : draft.enabled ? 'on' : 'off'}`}>{!config ? 'Not saved yet' : draft.enabled ? 'On' : 'Off'}</span>
+        </div>
+        <fieldset disabled={!props.canWrite} class="plain">
+          <legend class="sr-only">Settings of {title}</legend>
+          <div class="row">
+            <Field label="Default variant" error={errors.defaultVariantKey}>
+              {(p) => (
+                <select {...p} value={draft.defaultVariantKey} onChange={(e) => set({ defaultVariantKey: e.currentTarget.value })}>
+                  {flag.variants.map((v) => <option key={v.key}>{v.key}</option>)}
+                </select>
+              )}
+            </Field>
+            <Field label="Rollout percentage" error={errors.rolloutPercentage} class="narrow">
+              {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.rolloutPercentage} onInput={(e) => set({ rolloutPercentage: e.currentTarget.value })} />}
+            </Field>
+            <Field label="Enrollment cut-off" error={errors.enrollmentCutoff} hint="Optional %: users above it are not newly enrolled." class="narrow">
+              {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.enrollmentCutoff} onInput={(e) => set({ enrollmentCutoff: e.currentTarget.value })} />}
+            </Field>
+            <Field label="Active from" error={errors.activeFrom} hint="Optional, your local time.">
+              {(p) => <input {...p} type="datetime-local" value={draft.activeFrom} onInput={(e) => set({ activeFrom: e.currentTarget.value })} />}
+            </Field>
+            <Field label="Active until" error={errors.activeUntil} hint="Optional, your local time.">
+              {(p) => <input {...p} type="datetime-local" value={draft.activeUntil} onInput={(e) => set({ activeUntil: e.currentTarget.value })} />}
+            </Field>
+          </div>
+          <h4>Rules <span class="hint">({draft.rules.length === 0 ? 'none: everyone in the rollout gets the default variant' : 'the first matching rule by priority decides'})</span></h4>
+          {draft.rules.map((r, i) => (
+            <RuleEditor key={i} flag={flag} rule={r} index={i} errors={errors} onChange={(nr) => set({ rules: nr === null ? draft.rules.filter((_, k) => k !== i) : draft.rules.map((x, k) => (k === i ? nr : x)) })} />
+          ))}
+          {errors.rules && <p class="error" role="alert">{errors.rules}</p>}
+          <button type="button" onClick={() => set({ rules: [...draft.rules, newRule(flag, draft.rules)] })}>Add rule</button>
+        </fieldset>
+        {errors.form && <p class="error" role="alert">{errors.form}</p>}
+        {errors.clientId && <p class="error" role="alert">{errors.clientId}</p>}
+        {props.canWrite && (
+          <div class="actions">
+            <button type="submit" class="primary" disabled={busy}>Save</button>
+            {config && <ConfirmButton label="Delete configuration" question={`Delete the ${title} configuration?`} confirmLabel="Yes, delete it" danger onConfirm={remove} />}
+          </div>
+        )}
+        <Status text={status} />
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,322 @@
+/** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
+import { useState } from 'preact/hooks';
+import { FLAG_FIELDS, gql, type Evaluation, type Flag } from '../api';
+import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { BASE, navigate } from '../router';
+import { useSession } from '../session';
+import { ConfigEditor } from './config';
+import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
+
+const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWrite: boolean; allFlags: string[]; onSaved: () => void }) {
+  const [description, setDescription] = useState(flag.description ?? '');
+  const [tags, setTags] = useState(flag.tags.join(', '));
+  const [rows, setRows] = useState<VariantRow[]>(rowsOf(flag.variants));
+  const [deps, setDeps] = useState(flag.dependencies.map((d) => ({ flag: d.flag, variants: (d.variants ?? []).join(', ') })));
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [status, setStatus] = useState<string | null>(null);
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setStatus(null);
+    const v = variantsFromRows(flag.type, rows);
+    const errs: Record<string, string> = {};
+    if (!v.ok) errs.variants = v.error;
+    deps.forEach((d, i) => {
+      if (!d.flag) errs[`dependencies[${i}]`] = 'Choose a parent flag.';
+    });
+    setErrors(errs);
+    if (!v.ok || Object.keys(errs).length > 0) return;
+    const input = {
+      description: description || null,
+      tags: tags.split(',').map((t) => t.trim()).filter(Boolean),
+      variants: v.variants,
+      dependencies: deps.map((d) => {
+        const variants = d.variants.split(',').map((x) => x.trim()).filter(Boolean);
+        return { flag: d.flag, variants: variants.length > 0 ? variants : null };
+      }),
+    };
+    try {
+      await gql('mutation($n: String!, $i: UpdateFlagInput!) { updateFlag(name: $n, input: $i) { name } }', { n: flag.name, i: input });
+      setStatus('Details saved.');
+      onSaved();
+    } catch (err) {
+      const msg = messageOf(err);
+      if (/^variants|variant/.test(msg)) setErrors({ variants: msg });
+      else if (/^dependencies|depend|cycle|parent/i.test(msg)) setErrors({ dependencies: msg });
+      else if (/^tags/.test(msg)) setErrors({ tags: msg });
+      else if (/^description/.test(msg)) setErrors({ description: msg });
+      else setErrors({ form: msg });
+    }
+  };
+
+  return (
+    <form class="card" onSubmit={save} novalidate aria-labelledby="details-h">
+      <h2 id="details-h">Details</h2>
+      <fieldset class="plain" disabled={!canWrite}>
+        <legend class="sr-only">Details of {flag.name}</legend>
+        <Field label="Description" error={errors.description}>
+          {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+        </Field>
+        <Field label="Tags" hint="Separated by commas." error={errors.tags}>
+          {(p) => <input {...p} value={tags} onInput={(e) => setTags(e.currentTarget.value)} />}
+        </Field>
+        <VariantsEditor type={flag.type} rows={rows} onChange={setRows} error={errors.variants} />
+        <fieldset>
+          <legend>Dependencies</legend>
+          <p class="hint">This flag only takes effect for a user when each parent flag is on for them (optionally: with one of the listed variants).</p>
+          {deps.map((d, i) => (
+            <div class="row" key={i}>
+              <Field label={`Parent flag ${i + 1}`} error={errors[`dependencies[${i}]`]}>
+                {(p) => (
+                  <select {...p} value={d.flag} onChange={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, flag: e.currentTarget.value } : x)))}>
+                    <option value="">(choose)</option>
+                    {allFlags.filter((f) => f !== flag.name).map((f) => <option key={f}>{f}</option>)}
+                  </select>
+                )}
+              </Field>
+              <Field label={`Required variants of parent ${i + 1}`} hint="Optional, separated by commas." class="grow">
+                {(p) => <input {...p} value={d.variants} onInput={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, variants: e.currentTarget.value } : x)))} />}
+              </Field>
+              <button type="button" class="icon" aria-label={`Remove dependency ${i + 1}`} onClick={() => setDeps(deps.filter((_, j) => j !== i))}>Remove</button>
+            </div>
+          ))}
+          <button type="button" onClick={() => setDeps([...deps, { flag: '', variants: '' }])}>Add dependency</button>
+          {errors.dependencies && <p class="error" role="alert">{errors.dependencies}</p>}
+        </fieldset>
+      </fieldset>
+      {errors.form && <p class="error" role="alert">{errors.form}</p>}
+      {canWrite && (
+        <div class="actions">
+          <button type="submit" class="primary">Save details</button>
+        </div>
+      )}
+      <Status text={status} />
+    </form>
+  );
+}
+
+function EnvironmentsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolean; onSaved: () => void }) {
+  const s = useSession();
+  const [chosen, setChosen] = useState<string[]>(flag.environments);
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setStatus(null);
+    setError(null);
+    try {
+      await gql('mutation($n: String!, $e: [String!]!) { updateFlagEnvironments(name: $n, environments: $e) { name } }', { n: flag.name, e: chosen });
+      setStatus('Environments saved.');
+      onSaved();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+  return (
+    <form class="card" onSubmit={save} aria-labelledby="envs-h">
+      <h2 id="envs-h">Environments</h2>
+      <fieldset class="plain" disabled={!canWrite} aria-describedby={error ? 'envs-err' : undefined}>
+        <legend class="sr-only">Environments this flag uses</legend>
+        <div class="checks">
+          {s.environments.map((env) => (
+            <label key={env}>
+              <input type="checkbox" checked={chosen.includes(env)} onChange={(e) => setChosen(e.currentTarget.checked ? [...chosen, env] : chosen.filter((x) => x !== env))} /> {env}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      {error && <p class="error" id="envs-err" role="alert">{error}</p>}
+      {canWrite && <div class="actions"><button type="submit">Save environments</button></div>}
+      <Status text={status} />
+    </form>
+  );
+}
+
+function EvaluationPanel({ flag }: { flag: Flag }) {
+  const [userId, setUserId] = useState('user-1');
+  const [stage, setStage] = useState(flag.environments.find((e) => /prod/i.test(e)) ?? flag.environments[0] ?? '');
+  const [context, setContext] = useState('{}');
+  const [clientId, setClientId] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [result, setResult] = useState<Evaluation | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (e: Event) => {
+    e.preventDefault();
+    const errs: Record<string, string> = {};
+    let ctx: unknown = null;
+    if (!userId.trim()) errs.userId = 'Enter a user id.';
+    if (context.trim() !== '') {
+      try {
+        ctx = JSON.parse(context);
+        if (ctx === null || typeof ctx !== 'object' || Array.isArray(ctx)) errs.context = 'The context must be a JSON object, like {"country": "NL"}.';
+      } catch (err) {
+        errs.context = `The context is not valid JSON: ${(err as Error).message}`;
+      }
+    }
+    setErrors(errs);
+    if (Object.keys(errs).length > 0) return;
+    setBusy(true);
+    try {
+      const r = await gql<{ explainEvaluation: Evaluation }>(
+        'query($k: String!, $u: String!, $s: String!, $c: Any, $cl: String) { explainEvaluation(key: $k, userId: $u, stage: $s, context: $c, clientId: $cl) { key variant reason { code message ruleId } } }',
+        { k: flag.name, u: userId, s: stage, c: ctx, cl: clientId.trim() || null },
+      );
+      setResult(r.explainEvaluation);
+    } catch (err) {
+      const msg = messageOf(err);
+      setResult(null);
+      if (/context/i.test(msg)) setErrors({ context: msg });
+      else if (/userId/.test(msg)) setErrors({ userId: msg });
+      else if (/clientId/.test(msg)) setErrors({ clientId: msg });
+      else if (/nvironment|stage/.test(msg)) setErrors({ stage: msg });
+      else setErrors({ form: msg });
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card" aria-labelledby="eval-h">
+      <h2 id="eval-h">Try an evaluation</h2>
+      <p class="hint">Shows what an application would get for this user, with the reason. Nothing is recorded.</p>
+      <form onSubmit={run} novalidate>
+        <div class="row">
+          <Field label="User ID" error={errors.userId}>{(p) => <input {...p} value={userId} onInput={(e) => setUserId(e.currentTarget.value)} />}</Field>
+          <Field label="Stage" error={errors.stage}>
+            {(p) => (
+              <select {...p} value={stage} onChange={(e) => setStage(e.currentTarget.value)}>
+                {flag.environments.map((env) => <option key={env}>{env}</option>)}
+              </select>
+            )}
+          </Field>
+          <Field label="Client ID" hint="Optional." error={errors.clientId}>{(p) => <input {...p} value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} />}</Field>
+        </div>
+        <Field label="Context (JSON)" error={errors.context} hint='For example {"country": "NL", "plan": "pro"}'>
+          {(p) => <textarea {...p} class="mono" rows={3} spellcheck={false} value={context} onInput={(e) => setContext(e.currentTarget.value)} />}
+        </Field>
+        {errors.form && <p class="error" role="alert">{errors.form}</p>}
+        <div class="actions"><button type="submit" class="primary" disabled={busy}>Evaluate</button></div>
+      </form>
+      <div aria-live="polite">
+        {result && (
+          <dl class="result" aria-label="Evaluation result">
+            <div><dt>Variant</dt><dd><code>{result.key ?? '(none)'}</code></dd></div>
+            <div><dt>Value</dt><dd><code>{JSON.stringify(result.variant)}</code></dd></div>
+            <div><dt>Reason</dt><dd><code class="reason">{result.reason.code}</code></dd></div>
+            <div class="wide"><dt>Message</dt><dd>{result.reason.message}</dd></div>
+            {result.reason.ruleId && <div><dt>Rule</dt><dd><code>{result.reason.ruleId}</code></dd></div>}
+          </dl>
+        )}
+      </div>
+    </section>
+  );
+}
+
+function ClientConfigAdder({ stage, onAdd }: { stage: string; onAdd: (clientId: string) => void }) {
+  const [value, setValue] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <div class="row end adder">
+      <Field label={`Client ID for ${stage}`} error={error}>
+        {(p) => <input {...p} value={value} onInput={(e) => setValue(e.currentTarget.value)} />}
+      </Field>
+      <button type="button" onClick={() => {
+        if (!value.trim()) return setError('Enter a client id.');
+        setError(null);
+        onAdd(value.trim());
+        setValue('');
+      }}>
+        Add client configuration
+      </button>
+    </div>
+  );
+}
+
+export function FlagPage({ name }: { name: string }) {
+  const s = useSession();
+  const [version, setVersion] = useState(0);
+  const { data, error, loading, reload } = useLoad(
+    () => gql<{ flag: Flag; flags: { name: string }[] }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } flags { name } }`, { n: name }),
+    [name],
+  );
+  const [extraClients, setExtraClients] = useState<{ stage: string; clientId: string }[]>([]);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const refresh = () => {
+    reload();
+    setVersion((v) => v + 1);
+  };
+  if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
+  const flag = data.flag;
+  const canWrite = s.can.write && (s.viewer.application === null || sameName(s.viewer.application, flag.project));
+  const canWriteStage = (st: string) => canWrite && (s.viewer.environment === null || sameName(s.viewer.environment, st));
+  const act = async (mutation: string, done: string) => {
+    setActionError(null);
+    setStatus(null);
+    try {
+      await gql(`mutation($n: String!) { ${mutation}(name: $n) { name } }`, { n: flag.name });
+      setStatus(done);
+      refresh();
+    } catch (err) {
+      setActionError(messageOf(err));
+    }
+  };
+  const del = async () => {
+    setActionError(null);
+    try {
+      await gql('mutation($n: String!) { deleteFlag(name: $n) }', { n: flag.name });
+      navigate(BASE);
+    } catch (err) {
+      setActionError(messageOf(err));
+    }
+  };
+  return (
+    <main id="main" key={version}>
+      <p class="crumbs"><a href={BASE}>Flags</a> /</p>
+      <div class="title-row">
+        <h1 tabIndex={-1}>{flag.name}</h1>
+        {flag.isArchived && <span class="badge archived">Archived</span>}
+        <div class="spacer" />
+        {canWrite && (flag.isArchived ? (
+          <button type="button" onClick={() => act('restoreFlag', 'Flag restored.')}>Restore</button>
+        ) : (
+          <ConfirmButton label="Archive" question="Archive this flag? It then evaluates to its default variant." confirmLabel="Yes, archive" onConfirm={() => act('archiveFlag', 'Flag archived.')} />
+        ))}
+        {canWrite && <ConfirmButton label="Delete" question={`Delete ${flag.name} for good?`} confirmLabel="Yes, delete" danger onConfirm={del} />}
+      </div>
+      {actionError && <p class="error" role="alert">{actionError}</p>}
+      <Status text={status} />
+      <p class="meta">
+        Application <strong>{flag.project}</strong> · type <strong>{flag.type}</strong> · created {when(flag.createdAt)} · updated {when(flag.updatedAt)}
+        {s.hasAudit && <> · <a href={`${BASE}audit?flag=${encodeURIComponent(flag.name)}`}>Audit log for this flag</a></>}
+      </p>
+      <div class="columns">
+        <div class="main-col">
+          <h2>Configurations</h2>
+          {flag.environments.length === 0 && <p>This flag uses no environment. Choose some under Environments.</p>}
+          {flag.environments.map((env) => {
+            const clients = [
+              ...flag.configs.filter((c) => c.stage === env && c.clientId !== null).map((c) => c.clientId!),
+              ...extraClients.filter((x) => x.stage === env && !flag.configs.some((c) => c.stage === env && c.clientId === x.clientId)).map((x) => x.clientId),
+            ];
+            return (
+              <div key={env}>
+                <ConfigEditor flag={flag} stage={env} clientId={null} config={flag.configs.find((c) => c.stage === env && c.clientId === null)} canWrite={canWriteStage(env)} onChanged={reload} />
+                {clients.map((cl) => (
+                  <ConfigEditor key={cl} flag={flag} stage={env} clientId={cl} config={flag.configs.find((c) => c.stage === env && c.clientId === cl)} canWrite={canWriteStage(env)} onChanged={reload} />
+                ))}
+                {canWriteStage(env) && <ClientConfigAdder stage={env} onAdd={(clientId) => setExtraClients([...extraClients, { stage: env, clientId }])} />}
+              </div>
+            );
+          })}
+        </div>
+        <div class="side-col">
+          <EvaluationPanel flag={flag} />
+          <DetailsForm flag={flag} canWrite={canWrite} allFlags={data.flags.map((f) => f.name)} onSaved={refresh} />
+          <EnvironmentsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
+        </div>
+      </div>
+    </main>
+  );
+}
