@@ -143,7 +143,11 @@ t.test('from another origin: the web provider works with VEXIL_CORS_ORIGINS, and
     res.end(pageHtml(script));
   });
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => app.close(() => r())));
+  // Chromium keeps its connections to the page's origin open; close them, or close() waits ~100 s.
+  t.teardown(() => new Promise<void>((r) => {
+    app.close(() => r());
+    app.closeAllConnections();
+  }));
   const APP = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
   for (const cors of [true, false]) {
     const n = await startNode(t, cors ? { env: { VEXIL_CORS_ORIGINS: APP } } : {});
