@@ -76,29 +76,55 @@ for (const workers of ['0', '1']) {
   });
 }
 
-t.test('JsonDepthScanner: fed in chunks, the same verdict as one scan', async (t) => {
+/** The byte-at-a-time scan the fast one (quote to quote inside strings) must agree with. */
+function referenceDeeperThan(bytes: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (const c of bytes) {
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === 0x5c) escaped = true;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+t.test('JsonDepthScanner: fed in chunks or at once, the verdict of a byte-by-byte scan', async (t) => {
   const fc = (await import('fast-check')).default;
   const { JsonDepthScanner, jsonDeeperThan } = await import('../../src/domain/validation.js');
-  const text = fc.array(fc.constantFrom('{', '}', '[', ']', '"', '\\', 'a', ':', ','), { maxLength: 60 }).map((a) => a.join(''));
+  // Short tokens and long runs (strings past the scanner's 64-byte plain loop, backslash runs).
+  const piece = fc.oneof(
+    fc.constantFrom('{', '}', '[', ']', '"', '\\', 'a', ':', ','),
+    fc.tuple(fc.constantFrom('a', '\\', '"', '['), fc.integer({ min: 1, max: 150 })).map(([c, k]) => c.repeat(k)),
+  );
+  const text = fc.array(piece, { maxLength: 40 }).map((a) => a.join(''));
   fc.assert(
-    fc.property(text, fc.array(fc.nat(60), { maxLength: 5 }), fc.integer({ min: 0, max: 6 }), (s, cuts, max) => {
+    fc.property(text, fc.array(fc.nat(4000), { maxLength: 5 }), fc.integer({ min: 0, max: 6 }), fc.boolean(), (s, cuts, max, plain) => {
       const bytes = Buffer.from(s);
+      const expected = referenceDeeperThan(bytes, max);
       const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
       const sc = new JsonDepthScanner(max);
       let prev = 0;
       let verdict = false;
       for (const c of [...at, bytes.length]) {
-        verdict = sc.feed(bytes.subarray(prev, c)) || verdict;
+        // Chunks as uWebSockets.js hands them over (plain Uint8Arrays) or as Buffers.
+        const chunk = plain ? new Uint8Array(bytes.subarray(prev, c)) : bytes.subarray(prev, c);
+        verdict = sc.feed(chunk) || verdict;
         prev = c;
       }
-      return verdict === jsonDeeperThan(bytes, max) && sc.tooDeep === verdict;
+      return verdict === expected && jsonDeeperThan(bytes, max) === expected && sc.tooDeep === verdict;
     }),
-    { numRuns: 5000 },
+    { numRuns: 10000 },
   );
   const sc = new JsonDepthScanner(1);
   t.equal(sc.feed(Buffer.from('{"a":"\\')), false, 'an escape at the end of a chunk');
   t.equal(sc.feed(Buffer.from('"[[{"}')), false, '... still escapes the first byte of the next chunk');
-  t.pass('5,000 generated texts and splits agree with the one-pass scan');
+  t.pass('10,000 generated texts and splits agree with the byte-by-byte scan');
 });
 
 t.test('BodyReader: a body found too deep is no longer kept', async (t) => {
