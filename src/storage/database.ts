@@ -26,12 +26,21 @@ const FOREIGN_KEY_VIOLATION = '23503';
 /** Connection-level failures: the database is unreachable, not the statement wrong. */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
 
+/**
+ * PostgreSQL stores no U+0000: in a text parameter it is 22021 (invalid byte sequence for UTF8),
+ * in a jsonb string 22P05 (untranslatable character). Either is the client's input, not our fault.
+ */
+const NUL_CODES = new Set(['22021', '22P05']);
+
 /** Maps a driver error to a VexilError; returns the error unchanged when it is already one. */
 export function translateDbError(err: unknown): unknown {
   if (err instanceof VexilError) return err;
   const code = (err as { code?: string } | null)?.code;
   if (code === UNIQUE_VIOLATION) return new VexilError('CONFLICT', 'The resource already exists', { cause: err });
   if (code === FOREIGN_KEY_VIOLATION) return new VexilError('CONFLICT', 'The change refers to a resource that no longer exists', { cause: err });
+  if (code !== undefined && NUL_CODES.has(code)) {
+    return new VexilError('BAD_REQUEST', 'Text must not contain the NUL character (U+0000)', { cause: err });
+  }
   if (code !== undefined && UNAVAILABLE_CODES.has(code)) {
     return new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { cause: err });
   }
