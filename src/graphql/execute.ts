@@ -42,7 +42,7 @@ import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
 import { contextViolation, hasVariable, variableDefaults } from './context-limits.js';
 import { hasJitMarker } from './jit-marker.js';
-import { EVALUATE_FIELD, limitViolation, measureOperation, type Limits, type OperationCost } from './limits.js';
+import { EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
 import { planFor, runPlan, type EvaluationPlan } from './plan.js';
 import { evaluationEnv, resolvers, type GraphQLContext } from './resolvers.js';
 import { buildVexilSchema, trackDeferredAny } from './schema.js';
@@ -144,6 +144,8 @@ export class GraphQLExecutor {
   readonly cache: LruCache<string, Prepared>;
   /** Documents parsed, validated and (when valid) compiled: cache misses. */
   compilations = 0;
+  /** Documents graphql-js parsed (cache misses not refused on their tokens). */
+  parses = 0;
   private readonly schema = vexilSchema();
   private readonly contextLimits: ContextLimits;
 
@@ -179,7 +181,11 @@ export class GraphQLExecutor {
   }
 
   private stages(query: string, operationName: string | null): Prepared {
+    // Far over the field limit on its tokens alone: refused before parse builds its AST.
+    const overTokens = tokenLimitViolation(query, operationName, this.opts);
+    if (overTokens !== null) return { ok: false, errors: [badRequest(overTokens)] };
     let doc: DocumentNode;
+    this.parses++;
     try {
       doc = parse(query);
     } catch (err) {
