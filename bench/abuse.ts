@@ -6,8 +6,8 @@
  * - `abuse-keys`: a flood of random 64-hex keys (the failed-authentication budget answers 429
  *   without a key lookup after the first 50 per second);
  * - `abuse-deep`: evaluations whose context is 100,000 levels deep (400 at the context limit);
- * - `abuse-aliases`: GraphQL documents of 5,000 `flags { name }` aliases (refused by the field
- *   limit before validation).
+ * - `abuse-aliases`: GraphQL documents of 5,000 `flags { name }` aliases, each one new (refused on
+ *   their tokens by the field limit, before parse and validation).
  *
  * The attacker is a child process (bench/attacker.ts) pinned with the load generator to CPU 1, never
  * on the server's CPU 0, on raw keep-alive connections (`VEXIL_BENCH_ABUSE_CONCURRENCY`, 16) at a
@@ -57,7 +57,7 @@ function attacker(opts: HarnessOptions, baseUrl: string, attack: string, keys: {
 export const abuse: CustomScenario = {
   name: 'abuse',
   description:
-    'REST evaluation throughput and p99 of a valid key while (a) random keys, (b) 100,000-deep contexts, (c) 5,000-alias GraphQL ' +
+    'REST evaluation throughput and p99 of a valid key while (a) random keys, (b) 100,000-deep contexts, (c) new 5,000-alias GraphQL ' +
     'documents hit the same node, each versus the unattacked run (abuse-none). Aim: ≥ 0.8× req/s, p99 < 3×.',
   async run(rc) {
     const { opts } = rc;

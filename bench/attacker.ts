@@ -22,7 +22,11 @@ const hex64 = (): string => {
 
 const DEEP = 100_000;
 const deepBody = `{"userId":"attacker","stage":"production","context":{"a":${'['.repeat(DEEP)}${']'.repeat(DEEP)}}}`;
-const aliasDoc = JSON.stringify({ query: `{ ${Array.from({ length: 5000 }, (_, i) => `a${i}:flags{name}`).join(' ')} }` });
+// Every document is new (its first alias changes), so the node's cache of refused documents never
+// answers for it: each one is checked from scratch, as an attacker varying one character forces.
+const aliasTail = JSON.stringify({ query: ` ${Array.from({ length: 5000 }, (_, i) => `a${i}:flags{name}`).join(' ')} }` }).slice('{"query":"'.length);
+let aliasSerial = 0;
+const aliasDoc = (): string => `{"query":"{ v${aliasSerial++}:__typename${aliasTail}`;
 
 export const ATTACKS: Attack[] = [
   { name: 'abuse-none', description: 'REST evaluation of a valid key, no attack (reference)', request: () => ({ path: '', headers: {}, body: () => '' }) },
@@ -38,8 +42,8 @@ export const ATTACKS: Attack[] = [
   },
   {
     name: 'abuse-aliases',
-    description: 'the same, while a CanRead key sends 5,000-alias `flags { name }` GraphQL documents',
-    request: (k) => ({ path: '/api/graphql', headers: { 'content-type': 'application/json', 'x-management-key': k.reader }, body: () => aliasDoc }),
+    description: 'the same, while a CanRead key sends 5,000-alias `flags { name }` GraphQL documents, each one new',
+    request: (k) => ({ path: '/api/graphql', headers: { 'content-type': 'application/json', 'x-management-key': k.reader }, body: aliasDoc }),
   },
 ];
 
