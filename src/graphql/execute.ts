@@ -181,7 +181,7 @@ export class GraphQLExecutor {
   }
 
   private stages(query: string, operationName: string | null): Prepared {
-    // Far over the field limit on its tokens alone: refused before parse builds its AST.
+    // Over the field or depth limit on its tokens alone: refused before parse builds its AST.
     const overTokens = tokenLimitViolation(query, operationName, this.opts);
     if (overTokens !== null) return { ok: false, errors: [badRequest(overTokens)] };
     let doc: DocumentNode;
