@@ -48,8 +48,9 @@ const mem = (): { heap: number; rss: number } => {
   return { heap: m.heapUsed / MiB, rss: m.rss / MiB };
 };
 
-function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<string, FlagConfig[]> } {
-  const org: Organization = {
+/** The one organization of the synthetic snapshots (also bench/snapshot-memory.ts). */
+export function syntheticOrg(): Organization {
+  return {
     id: '00000000-0000-4000-8000-000000000000',
     name: 'default',
     subscriptionActive: true,
@@ -58,15 +59,13 @@ function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<
     killSwitch: [],
     version: 2,
   };
-  const flags: Flag[] = new Array(n);
-  const configs = new Map<string, FlagConfig[]>();
-  const t = Date.now();
-  for (let i = 0; i < n; i++) {
-    const name = `bench-flag-${i}`;
-    // Fresh strings per row, as a database driver returns them.
-    const stamp = new Date(t + i).toISOString();
-    flags[i] = {
-      name,
+}
+
+/** Flag `bench-flag-${i}`: boolean, one production configuration with one rule. */
+export function syntheticFlag(i: number, stamp: string): { flag: Flag; configs: FlagConfig[] } {
+  return {
+    flag: {
+      name: `bench-flag-${i}`,
       project: 'default',
       type: 'boolean',
       description: 'benchmark flag',
@@ -80,8 +79,8 @@ function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<
       dependencies: [],
       createdAt: stamp,
       updatedAt: stamp,
-    };
-    configs.set(name, [
+    },
+    configs: [
       {
         stage: 'production',
         clientId: null,
@@ -100,9 +99,21 @@ function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<
         activeUntil: null,
         enrollmentCutoff: null,
       },
-    ]);
+    ],
+  };
+}
+
+function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<string, FlagConfig[]> } {
+  const flags: Flag[] = new Array(n);
+  const configs = new Map<string, FlagConfig[]>();
+  const t = Date.now();
+  for (let i = 0; i < n; i++) {
+    // Fresh strings per row, as a database driver returns them.
+    const f = syntheticFlag(i, new Date(t + i).toISOString());
+    flags[i] = f.flag;
+    configs.set(f.flag.name, f.configs);
   }
-  return { org, flags, configs };
+  return { org: syntheticOrg(), flags, configs };
 }
 
 export function run(n: number, runs: number): SnapshotBuildResult {

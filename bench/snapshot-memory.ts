@@ -18,9 +18,10 @@ import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
+import type { Flag, FlagConfig } from '../src/domain/types.js';
 import { buildSnapshot, compileFlag, evaluateFlag } from '../src/engine/index.js';
 import { SharedStoreReader, SharedStoreWriter, type StoreMessage } from '../src/snapshots/shared-store.js';
+import { syntheticFlag, syntheticOrg } from './snapshot-build.js';
 import { HERE, freshDataDir, log, makeContext, runNodeJson, startService, tempDirs, type Measurement } from './harness.js';
 import { EVAL_BODY, createEvalKey } from './scenarios.js';
 import type { SeedResult } from './seed.js';
@@ -156,48 +157,8 @@ export interface StoreFigures {
   hitUs: number;
 }
 
-function syntheticFlag(i: number, stamp: string): { flag: Flag; configs: FlagConfig[] } {
-  return {
-    flag: {
-      name: `bench-flag-${i}`,
-      project: 'default',
-      type: 'boolean',
-      description: 'benchmark flag',
-      tags: ['bench'],
-      isArchived: false,
-      variants: [
-        { key: 'on', value: true, valueType: 'boolean' },
-        { key: 'off', value: false, valueType: 'boolean' },
-      ],
-      environments: ['development', 'production'],
-      dependencies: [],
-      createdAt: stamp,
-      updatedAt: stamp,
-    },
-    configs: [{
-      stage: 'production',
-      clientId: null,
-      enabled: true,
-      defaultVariantKey: 'off',
-      rolloutPercentage: 100,
-      rules: [{ id: 'r_bench', priority: 1, conditions: [{ field: 'country', operator: '==', value: 'NL' }], allocations: [{ variantKey: 'on', percentage: 100 }] }],
-      activeFrom: null,
-      activeUntil: null,
-      enrollmentCutoff: null,
-    }],
-  };
-}
-
 export function storeFigures(n: number, changes = 2000): StoreFigures {
-  const org: Organization = {
-    id: '00000000-0000-4000-8000-000000000000',
-    name: 'default',
-    subscriptionActive: true,
-    environments: ['development', 'production'],
-    applications: ['default'],
-    killSwitch: [],
-    version: 2,
-  };
+  const org = syntheticOrg();
   const stamp = new Date().toISOString();
   const flags: Flag[] = [];
   const configs = new Map<string, FlagConfig[]>();

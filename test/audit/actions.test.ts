@@ -9,18 +9,17 @@ import t from 'tap';
 import {
   boolVariants,
   HEX64_ANYWHERE,
-  OPERATOR_TOKEN,
   operatorRequest,
   skipWithoutPostgres,
   startTestNode,
   type TestNode,
 } from '../helpers/node.js';
 import { gql } from '../graphql/helpers.js';
-import { oneNewEvent, readLog } from './helpers.js';
+import { AUDIT_ENV, oneNewEvent, readLog } from './helpers.js';
 
 t.setTimeout(300_000);
 
-const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000' };
+const env = AUDIT_ENV;
 const sha256 = (v: string) => createHash('sha256').update(v).digest('hex');
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -1,7 +1,10 @@
 /** Helpers of the audit-log suites (CONTRACT.md 11): reading the log over REST and GraphQL. */
 import type { Test } from 'tap';
-import type { Res, TestNode } from '../helpers/node.js';
+import { OPERATOR_TOKEN, type Res, type TestNode } from '../helpers/node.js';
 import { gql } from '../graphql/helpers.js';
+
+/** Node settings of the audit suites: the operator API on, and room for many management calls. */
+export const AUDIT_ENV = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000' };
 
 export const AUDIT_FIELDS = `id at actor { keyId keyName operator } action target { type name stage clientId } application before after`;
 

@@ -9,7 +9,6 @@ import {
   boolVariants,
   createOrganization,
   expectProblem,
-  OPERATOR_TOKEN,
   operatorRequest,
   skipWithoutPostgres,
   startTestNode,
@@ -17,11 +16,11 @@ import {
   type TestNodeOptions,
 } from '../helpers/node.js';
 import { expectFieldError, gql } from '../graphql/helpers.js';
-import { AUDIT_FIELDS, auditGql, auditRest, readLog } from './helpers.js';
+import { AUDIT_ENV, AUDIT_FIELDS, auditGql, auditRest, readLog } from './helpers.js';
 
 t.setTimeout(300_000);
 
-const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000' };
+const env = AUDIT_ENV;
 
 /** The whole suite against one node started with `opts` (its database). */
 function suite(t: typeof import('tap').default, opts: TestNodeOptions): void {

@@ -10,18 +10,17 @@ import t from 'tap';
 import {
   boolVariants,
   expectProblem,
-  OPERATOR_TOKEN,
   operatorRequest,
   skipWithoutPostgres,
   startTestNode,
   type TestNode,
 } from '../helpers/node.js';
 import { gql } from '../graphql/helpers.js';
-import { readLog } from './helpers.js';
+import { AUDIT_ENV, readLog } from './helpers.js';
 
 t.setTimeout(300_000);
 
-const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000' };
+const env = AUDIT_ENV;
 
 /**
  * At commit, for rows named 'doomed…': fail if the transaction already holds the audit event of
