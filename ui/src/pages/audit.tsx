@@ -1,7 +1,7 @@
 /** The audit log (CONTRACT.md 11), newest first, filtered by flag, with before/after of each change. */
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api';
-import { Field, messageOf, when } from '../components';
+import { Field, Loading, messageOf, when } from '../components';
 import { BASE, flagHref, navigate } from '../router';
 
 interface AuditEvent {
@@ -62,8 +62,7 @@ export function AuditPage({ flag }: { flag: string }) {
         <button type="submit">Filter</button>
       </form>
       <p class="hint">Leave the flag name empty to see every event you may see.</p>
-      {error && <p class="error" role="alert">{error}</p>}
-      {events === null && !error && <p aria-live="polite">Loading…</p>}
+      <Loading error={error ?? undefined} loading={events === null} />
       {events && events.length === 0 && <p>No events{flag ? ` for ${flag}` : ''}.</p>}
       {events && events.length > 0 && (
         <div class="table-wrap">
