@@ -15,21 +15,18 @@ import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
 import { Membership } from './cluster/membership.js';
-import { bootstrap } from './features/organizations/bootstrap.js';
 import { getOrg, orgVersions } from './features/organizations/store.js';
 import { getFlag, listConfigs, listFlags, listOrgConfigs } from './features/flags/store.js';
 import { findKeyByHash } from './features/keys/store.js';
-import { auditRoutes } from './features/audit/routes.js';
+import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
-import { flagRoutes } from './features/flags/routes.js';
-import { graphqlRoutes } from './graphql/routes.js';
-import { keyRoutes } from './features/keys/routes.js';
-import { operatorRoutes } from './features/operator/routes.js';
+import { ManagementActor } from './management/handle.js';
+import { managementRoutes } from './management/routes.js';
 import { ofrepRoutes } from './features/ofrep/routes.js';
 import { uiRoutes } from './features/ui/routes.js';
-import { ExchangeContext } from './http/exchange.js';
+import { ExchangeContext, type Incoming, type Reply } from './http/exchange.js';
 import { createFront, type FrontInfo } from './http/front.js';
-import type { Route } from './http/router.js';
+import type { Admitted, Route } from './http/router.js';
 import { DbHealth } from './ops/db-health.js';
 import { EvalCounts } from './ops/eval-counts.js';
 import { NodeMetrics } from './ops/metrics.js';
@@ -39,10 +36,6 @@ import { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
 import { EvalPool } from './pool/eval-pool.js';
-import type { Database } from './storage/database.js';
-import { migrate } from './storage/migrate.js';
-import { openPGlite } from './storage/pglite.js';
-import { openPostgres } from './storage/postgres.js';
 import { createLogger, type Logger } from './util/log.js';
 
 const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;
@@ -72,27 +65,31 @@ export interface StartOptions {
 /** How long answered connections get to flush before the remaining ones are closed at shutdown. */
 const LINGER_MS = 250;
 
-export async function openDatabase(config: Config, inMemory = false): Promise<Database> {
-  if (config.databaseUrl !== null) return openPostgres(config.databaseUrl);
-  return openPGlite(inMemory ? null : config.dataDir);
-}
-
 export async function startNode(config: Config, opts: StartOptions = {}): Promise<VexilNode> {
   const log = opts.log ?? createLogger(config.logLevel);
-
-  const db = await openDatabase(config, opts.inMemory);
+  const evalCounts = new EvalCounts();
+  // Filled in below; the actor may relay events only after the node's state exists.
+  let relay: (event: ClusterEvent) => Promise<void> | void = () => {};
+  // The management actor opens, migrates and bootstraps the database; the front reads through it.
+  const { actor, generatedAdminKey } = await ManagementActor.start({
+    config,
+    inMemory: opts.inMemory ?? false,
+    evalCounts: evalCounts.buffer,
+    log,
+    onEvent: (event) => relay(event),
+  });
+  const db = actor.db;
   try {
-    const applied = await migrate(db);
-    if (applied.length > 0) log.info('migrations applied', { versions: applied, database: db.kind });
-    const boot = await bootstrap(db, config.bootstrapAdminKey);
-    if (boot.created) log.info('bootstrapped organization "default"');
-
     const snapshots = new SnapshotRegistry({
       org: (orgId) => getOrg(db, orgId),
       flag: (orgId, name) => getFlag(db, orgId, name),
       flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
       flags: (orgId) => listFlags(db, orgId),
       orgConfigs: (orgId) => listOrgConfigs(db, orgId),
+    });
+    // The actor's replica follows every change this node's snapshot applies, however it arrived.
+    snapshots.onChange((orgId, snap, touches) => {
+      if (snap !== null) actor.changed({ orgId, version: snap.org.version, touches });
     });
     const bus = opts.bus ?? (config.natsUrl !== null ? new NatsBus(config.natsUrl, config.nodeId, log.child({ component: 'bus' }), undefined, config.natsCreds) : new LocalBus());
     if (bus instanceof NatsBus) await bus.start();
@@ -106,8 +103,14 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       bus,
       log,
       pool: null,
-      evalCounts: new EvalCounts(),
+      evalCounts,
       now: Date.now,
+    };
+    // A management write's events: applied here before its answer is written, then sent to the other nodes.
+    relay = (event) => {
+      bus.publish(event);
+      if (event.kind === 'change') return snapshots.apply(event.change);
+      if (event.kind === 'key') rt.keys.invalidateKey(event.keyId);
     };
     if (config.evalWorkers > 0) {
       rt.pool = new EvalPool(snapshots, {
@@ -162,11 +165,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const routes: Route[] = [
       ...health,
       ...evaluationRoutes(rt),
-      ...flagRoutes(rt),
-      ...keyRoutes(rt),
-      ...operatorRoutes(rt),
-      ...auditRoutes(rt),
-      ...graphqlRoutes(rt),
+      ...managementRoutes(rt).map((r) => forwarded(actor, r)),
       ...ofrepRoutes(rt),
       ...uiRoutes(),
       ...(opts.routes?.(rt) ?? []),
@@ -189,7 +188,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       runtime: rt,
       front: front.info,
       routes,
-      generatedAdminKey: boot.printKey,
+      generatedAdminKey,
       /**
        * Graceful shutdown (CONTRACT.md 8): /readyz answers 503 at once, no new connections are
        * accepted, open event streams end, in-flight requests get up to VEXIL_SHUTDOWN_GRACE_MS to
@@ -213,14 +212,30 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           membership.stop();
           await rt.pool?.close();
           await rt.bus.close();
-          await db.close();
+          await actor.close();
           metrics?.close();
         })();
         return closing;
       },
     };
   } catch (err) {
-    await db.close().catch(() => {});
+    await actor.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * A management route as the front thread serves it: it admits the request (`Route.management`)
+ * and the management actor does the rest; the front writes the bytes it answers.
+ */
+function forwarded(actor: ManagementActor, route: Route): Route {
+  const admit = route.management!.admit;
+  const toActor = (inc: Incoming, a: Admitted): Reply | Promise<Reply> => (a.reply !== undefined ? a.reply : actor.forward(route, inc, a.admission));
+  return {
+    ...route,
+    handler: (inc) => {
+      const a = admit(inc);
+      return a instanceof Promise ? a.then((x) => toActor(inc, x)) : toActor(inc, a);
+    },
+  };
 }

@@ -246,14 +246,12 @@ export class GraphQLExecutor {
    * `evaluate` beyond the first is charged to the key's evaluation bucket; a document that fails
    * before execution costs nothing more.
    */
-  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string> {
+  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string> {
     const p = this.prepare(req.query, req.operationName);
     if (!p.ok) return JSON.stringify({ errors: p.errors } satisfies GraphQLResponse);
-    if (p.variableContexts.length > 0) {
-      const violation = contextViolation(p.variableContexts, req.variables, p.variableDefaults, this.contextLimits);
-      if (violation !== null) return JSON.stringify({ errors: [badRequest(violation)] } satisfies GraphQLResponse);
-    }
-    if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
+    const refused = this.refuseVariables(p, req);
+    if (refused !== null) return refused;
+    if (!charged) this.charge(rt, auth, p);
     const pool = rt.pool;
     if (p.evaluationOnly && pool !== null) {
       if (pool.wants('graphql', p.evaluations)) return this.handOff(rt, auth, req, p.evaluations);
@@ -263,6 +261,34 @@ export class GraphQLExecutor {
       return out;
     }
     return this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
+  }
+
+  /**
+   * The front thread's part of a request when a management actor runs the node's management work
+   * (src/management/): answers what the front answers itself (refusals before execution, and
+   * evaluation-only documents, which it evaluates or hands to the pool), or charges the document's
+   * further rate-limit tokens and returns null: the management actor executes it
+   * (`execute(…, charged = true)`).
+   */
+  answerOnFront(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string> | string | null {
+    const p = this.prepare(req.query, req.operationName);
+    if (!p.ok || p.evaluationOnly) return this.execute(rt, auth, req);
+    const refused = this.refuseVariables(p, req);
+    if (refused !== null) return refused;
+    this.charge(rt, auth, p);
+    return null;
+  }
+
+  /** The variables' evaluation contexts over their limits: the answer; else null. */
+  private refuseVariables(p: Prepared & { ok: true }, req: GraphQLRequest): string | null {
+    if (p.variableContexts.length === 0) return null;
+    const violation = contextViolation(p.variableContexts, req.variables, p.variableDefaults, this.contextLimits);
+    return violation === null ? null : JSON.stringify({ errors: [badRequest(violation)] } satisfies GraphQLResponse);
+  }
+
+  /** Every `evaluate` beyond the first costs a token of the key's evaluation bucket. */
+  private charge(rt: Runtime, auth: Authenticated, p: Prepared & { ok: true }): void {
+    if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
   }
 
   /**

@@ -10,6 +10,7 @@
  * `operationName` / `extensions` 400 → `query` over MAX_QUERY_CHARS 413 → GraphQL (200).
  */
 import { clientAddress } from '../auth/client-address.js';
+import { admittedKey } from '../auth/admission.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { Principal } from '../auth/permissions.js';
 import { badRequest, VexilError } from '../domain/errors.js';
@@ -73,16 +74,26 @@ export function graphqlRoutes(rt: Runtime): Route[] {
       method: 'post',
       pattern: GRAPHQL_PATH,
       maxBodyDepth: MAX_BODY_DEPTH,
+      management: {
+        // Front thread: admission, the body, the document's limits and cost; evaluation-only
+        // documents are answered here (or by the pool), everything else by the management actor.
+        admit: async (inc) => {
+          const auth = await authenticate(rt, inc.managementKey, graphqlBucket, clientAddress(inc));
+          if (bodyDeeperThan(inc, MAX_BODY_DEPTH)) {
+            // Like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
+            const message = `The body is nested more than ${MAX_BODY_DEPTH} levels deep (VEXIL_CONTEXT_MAX_DEPTH is ${rt.config.contextLimits.maxDepth})`;
+            const errors = [{ message, path: [], extensions: { code: 'BAD_REQUEST', status: 400 } }];
+            return { reply: { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS } };
+          }
+          const answer = executor.answerOnFront(rt, auth, parseGraphQLRequest(jsonObjectBody(inc)));
+          if (answer !== null) return { reply: { status: 200, raw: await answer, headers: JSON_HEADERS } };
+          return { admission: { kind: 'key', principal: auth.principal, version: auth.snapshot.org.version } };
+        },
+      },
+      // Management actor: the document's tokens were charged by the front.
       handler: async (inc) => {
-        const auth = await authenticate(rt, inc.managementKey, graphqlBucket, clientAddress(inc));
-        if (bodyDeeperThan(inc, MAX_BODY_DEPTH)) {
-          // Like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
-          const message = `The body is nested more than ${MAX_BODY_DEPTH} levels deep (VEXIL_CONTEXT_MAX_DEPTH is ${rt.config.contextLimits.maxDepth})`;
-          const errors = [{ message, path: [], extensions: { code: 'BAD_REQUEST', status: 400 } }];
-          return { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS };
-        }
         const req = parseGraphQLRequest(jsonObjectBody(inc));
-        return { status: 200, raw: await executor.execute(rt, auth, req), headers: JSON_HEADERS };
+        return { status: 200, raw: await executor.execute(rt, admittedKey(rt, inc), req, true), headers: JSON_HEADERS };
       },
     },
   ];

@@ -11,6 +11,7 @@ import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { VexilError } from '../domain/errors.js';
 import { JsonDepthScanner, jsonDeeperThan } from '../domain/validation/json-depth.js';
+import type { Admission } from '../management/mailbox.js';
 import type { Logger } from '../util/log.js';
 import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 import type { Route } from './router.js';
@@ -40,6 +41,8 @@ export interface Incoming {
   headers: Record<string, string>;
   /** The client's IP address as text. */
   remoteAddress(): string;
+  /** In the management actor: who the front admitted the request as (router.ts `Route.management`). */
+  admission?: Admission;
 }
 
 export interface StreamSink {

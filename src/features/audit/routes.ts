@@ -1,6 +1,6 @@
-/** REST `GET /api/audit?target=&type=&limit=&before=` (CONTRACT.md 11): a bare JSON array, newest first. */
-import { clientAddress } from '../../auth/client-address.js';
-import { authenticate } from '../../auth/authenticate.js';
+/** REST `GET /api/audit?target=&type=&limit=&before=` (CONTRACT.md 11): a bare JSON array, newest first.
+ * Run by the management actor (src/management/). */
+import { admitKey, admittedKey } from '../../auth/admission.js';
 import { badRequest } from '../../domain/errors.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
@@ -22,10 +22,8 @@ export function auditRoutes(rt: Runtime): Route[] {
     {
       method: 'get',
       pattern: '/api/audit',
-      handler: async (inc) => {
-        const auth = await authenticate(rt, inc.managementKey, () => 'mgmt', clientAddress(inc));
-        return { status: 200, body: await auditLog(rt, auth, queryObject(inc.query)) };
-      },
+      management: { admit: admitKey(rt) },
+      handler: async (inc) => ({ status: 200, body: await auditLog(rt, admittedKey(rt, inc), queryObject(inc.query)) }),
     },
   ];
 }

@@ -1,0 +1,268 @@
+/**
+ * The management actor, inside its worker thread (workers/management.ts starts it; the protocol is
+ * mailbox.ts). It owns the node's database: it opens, migrates and bootstraps it, runs every
+ * management request the front thread forwards (the same route handlers and services REST and
+ * GraphQL always used, against its own replica of the flag data), serialises each answer, and
+ * answers the front's own queries. Its thread runs at a lower priority than the front thread, so
+ * on a shared core evaluation goes first.
+ *
+ * Its replica follows the front's: every change the front's snapshot applies comes here too, and
+ * a request waits until the replica holds at least the version the front held when it admitted it,
+ * so a management read never shows older data than evaluation on the same node.
+ */
+import { setPriority } from 'node:os';
+import type { MessagePort } from 'node:worker_threads';
+import { AuthFailureBudget } from '../auth/auth-failures.js';
+import { KeyCache } from '../auth/key-cache.js';
+import type { Bus, ClusterEvent } from '../cluster/bus.js';
+import { VexilError } from '../domain/errors.js';
+import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/flags/store.js';
+import { findKeyByHash } from '../features/keys/store.js';
+import { bootstrap } from '../features/organizations/bootstrap.js';
+import { getOrg, orgVersions } from '../features/organizations/store.js';
+import { errorReply, type Incoming, type Reply } from '../http/exchange.js';
+import { asVexilError } from '../http/problem.js';
+import type { Route } from '../http/router.js';
+import { EvalCounts } from '../ops/eval-counts.js';
+import { RateLimiter } from '../ratelimit/token-bucket.js';
+import type { Runtime } from '../runtime.js';
+import { SnapshotRegistry } from '../snapshots/registry.js';
+import type { Database } from '../storage/database.js';
+import { migrate } from '../storage/migrate.js';
+import { openPGlite } from '../storage/pglite.js';
+import { openPostgres } from '../storage/postgres.js';
+import type { Logger } from '../util/log.js';
+import { managementRoutes } from './routes.js';
+import { routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
+
+/** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
+const NICE = 10;
+/** How long a request waits for the replica to reach the front's version before it reloads. */
+const CATCH_UP_MS = 2000;
+
+/** A logger whose lines the front thread writes (one log stream per node, its redaction included). */
+class RelayLogger implements Logger {
+  constructor(
+    private readonly post: (m: FromActor) => void,
+    readonly debugEnabled: boolean,
+    private readonly bindings: Record<string, unknown> = {},
+  ) {}
+  private line(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
+    if (level === 'debug' && !this.debugEnabled) return;
+    const all = { ...this.bindings, ...fields };
+    // Errors do not survive structured cloning whole: send what a log line shows of them.
+    for (const [k, v] of Object.entries(all)) if (v instanceof Error) all[k] = { type: v.name, message: v.message, stack: v.stack };
+    this.post({ t: 'log', level, msg, fields: all });
+  }
+  debug(msg: string, fields?: Record<string, unknown>): void {
+    this.line('debug', msg, fields);
+  }
+  info(msg: string, fields?: Record<string, unknown>): void {
+    this.line('info', msg, fields);
+  }
+  warn(msg: string, fields?: Record<string, unknown>): void {
+    this.line('warn', msg, fields);
+  }
+  error(msg: string, fields?: Record<string, unknown>): void {
+    this.line('error', msg, fields);
+  }
+  child(bindings: Record<string, unknown>): Logger {
+    return new RelayLogger(this.post, this.debugEnabled, { ...this.bindings, ...bindings });
+  }
+}
+
+/** The bus as the actor sees it: what its writes publish goes to the front, which applies and sends it. */
+class RelayBus implements Bus {
+  constructor(private readonly post: (m: FromActor) => void) {}
+  publish(event: ClusterEvent): void {
+    this.post({ t: 'event', event });
+  }
+  onEvent(): void {}
+  async close(): Promise<void> {}
+}
+
+const errorData = (err: unknown): ErrorData => {
+  const ve = asVexilError(err);
+  return { code: ve.code, message: ve.code === 'INTERNAL' ? 'Unexpected server error' : ve.message, ...(ve.retryAfter === undefined ? {} : { retryAfter: ve.retryAfter }) };
+};
+
+async function openDatabase(init: InitMessage): Promise<Database> {
+  if (init.config.databaseUrl !== null) return openPostgres(init.config.databaseUrl);
+  return openPGlite(init.inMemory ? null : init.config.dataDir);
+}
+
+export class ManagementActorThread {
+  private rt!: Runtime;
+  private routes = new Map<string, Route>();
+  /** Requests waiting for the replica to reach a version, by organization. */
+  private readonly waiters = new Map<string, { version: number; wake(): void }[]>();
+
+  constructor(private readonly port: MessagePort) {
+    try {
+      setPriority(0, NICE);
+    } catch {
+      // Not permitted or not supported here: the actor still works, only without yielding.
+    }
+    port.on('message', (m: ToActor) => this.receive(m));
+  }
+
+  private post = (m: FromActor, transfer: ArrayBuffer[] = []): void => {
+    this.port.postMessage(m, transfer);
+  };
+
+  private receive(m: ToActor): void {
+    switch (m.t) {
+      case 'init':
+        void this.init(m);
+        return;
+      case 'request':
+        void this.request(m.id, m.route, m);
+        return;
+      case 'query':
+        void this.query(m.id, m.text, m.params, m.exec);
+        return;
+      case 'change':
+        this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
+        return;
+      case 'close':
+        void this.close();
+        return;
+    }
+  }
+
+  private async init(m: InitMessage): Promise<void> {
+    const config = m.config;
+    const log = new RelayLogger(this.post, config.logLevel === 'debug');
+    let db: Database;
+    try {
+      db = await openDatabase(m);
+    } catch (err) {
+      this.post({ t: 'failed', message: (err as Error).message });
+      return;
+    }
+    try {
+      const applied = await migrate(db);
+      if (applied.length > 0) log.info('migrations applied', { versions: applied, database: db.kind });
+      const boot = await bootstrap(db, config.bootstrapAdminKey);
+      if (boot.created) log.info('bootstrapped organization "default"');
+      const snapshots = new SnapshotRegistry({
+        org: (orgId) => getOrg(db, orgId),
+        flag: (orgId, name) => getFlag(db, orgId, name),
+        flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
+        flags: (orgId) => listFlags(db, orgId),
+        orgConfigs: (orgId) => listOrgConfigs(db, orgId),
+      });
+      snapshots.onChange((orgId, snap) => this.wake(orgId, snap?.org.version ?? Number.MAX_SAFE_INTEGER));
+      this.rt = {
+        config,
+        db,
+        snapshots,
+        // The actor authenticates nothing (the front admits); its key service drops keys through the bus.
+        keys: new KeyCache((hash) => findKeyByHash(db, hash), config.keyCacheTtlMs),
+        limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
+        authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
+        bus: new RelayBus(this.post),
+        log,
+        pool: null,
+        evalCounts: new EvalCounts(m.evalCounts),
+        now: Date.now,
+      };
+      for (const r of managementRoutes(this.rt)) this.routes.set(routeId(r.method, r.pattern), r);
+      // The replica is warm before the first request, like the front's.
+      for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
+      this.post({ t: 'ready', generatedAdminKey: boot.printKey, kind: db.kind });
+    } catch (err) {
+      await db.close().catch(() => {});
+      this.post({ t: 'failed', message: (err as Error).message });
+    }
+  }
+
+  private wake(orgId: string, version: number): void {
+    const list = this.waiters.get(orgId);
+    if (list === undefined) return;
+    const keep = list.filter((w) => {
+      if (w.version > version) return true;
+      w.wake();
+      return false;
+    });
+    if (keep.length === 0) this.waiters.delete(orgId);
+    else this.waiters.set(orgId, keep);
+  }
+
+  /** Resolves once the replica holds `orgId` at `version` or later (a reload after CATCH_UP_MS). */
+  private async caughtUp(orgId: string, version: number): Promise<void> {
+    const snap = await this.rt.snapshots.get(orgId);
+    if (snap === null || snap.org.version >= version) return;
+    const reached = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.set(orgId, (this.waiters.get(orgId) ?? []).filter((w) => w !== waiter));
+        resolve(false);
+      }, CATCH_UP_MS);
+      const waiter = { version, wake: () => (clearTimeout(timer), resolve(true)) };
+      this.waiters.set(orgId, [...(this.waiters.get(orgId) ?? []), waiter]);
+    });
+    if (!reached) await this.rt.snapshots.apply({ orgId, version, touches: 'all' });
+  }
+
+  private async request(id: number, name: string, m: ToActor & { t: 'request' }): Promise<void> {
+    const route = this.routes.get(name);
+    const f = m.fields;
+    const inc: Incoming = {
+      method: f.method,
+      path: f.path,
+      query: f.query,
+      params: f.params,
+      managementKey: '',
+      operatorToken: '',
+      contentType: f.contentType,
+      body: Buffer.from(f.body.buffer, f.body.byteOffset, f.body.byteLength),
+      bodyTooDeep: null,
+      headers: f.headers,
+      remoteAddress: () => f.remoteAddress,
+      admission: m.admission,
+    };
+    let reply: Reply;
+    try {
+      if (route === undefined) throw new VexilError('INTERNAL', `No management route ${name}`);
+      if (m.admission.kind === 'key') await this.caughtUp(m.admission.principal.orgId, m.admission.version);
+      reply = await route.handler(inc);
+    } catch (err) {
+      const ve = asVexilError(err);
+      if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });
+      reply = route?.onError ? route.onError(ve) : errorReply(ve);
+    }
+    this.answer(id, reply);
+  }
+
+  /** Serialises the answer here, off the front thread, and moves its bytes to the front. */
+  private answer(id: number, reply: Reply): void {
+    let body: Uint8Array | null = null;
+    if (reply.status !== 204 && reply.status !== 304) {
+      const raw = reply.raw ?? JSON.stringify(reply.body ?? null);
+      body = typeof raw === 'string' ? new TextEncoder().encode(raw) : new Uint8Array(raw);
+    }
+    this.post({ t: 'reply', id, status: reply.status, headers: reply.headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
+  }
+
+  private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {
+    try {
+      if (exec) {
+        await this.rt.db.exec(text);
+        this.post({ t: 'rows', id, rows: [] });
+      } else {
+        this.post({ t: 'rows', id, rows: await this.rt.db.query(text, params) });
+      }
+    } catch (err) {
+      this.post({ t: 'rows', id, error: errorData(err) });
+    }
+  }
+
+  private async close(): Promise<void> {
+    try {
+      await this.rt?.db.close();
+    } finally {
+      this.port.close();
+      process.exit(0);
+    }
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * The front thread's handle on the management actor (workers/management.ts, protocol in
+ * mailbox.ts): starts the worker, forwards admitted management requests and hands back their
+ * answers as bytes, relays the cluster events their writes publish, and serves the front's own
+ * database reads (key lookups, snapshot loads, version polls) as a `Database` whose queries travel
+ * through the mailbox. The front thread never runs a database driver itself.
+ *
+ * If the worker dies, requests in flight answer 503 and a new worker is started on the same
+ * settings (an in-memory PGlite database does not survive that: tests only).
+ */
+import { Worker } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import type { ClusterEvent } from '../cluster/bus.js';
+import { VexilError, type ErrorCode } from '../domain/errors.js';
+import type { Incoming, Reply } from '../http/exchange.js';
+import type { Route } from '../http/router.js';
+import type { Change } from '../snapshots/registry.js';
+import type { Database, Queryable } from '../storage/database.js';
+import type { Logger } from '../util/log.js';
+import { projectPath } from '../util/paths.js';
+import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
+
+export interface ManagementOptions {
+  config: Config;
+  inMemory: boolean;
+  evalCounts: SharedArrayBuffer;
+  log: Logger;
+  /**
+   * A cluster event a management write published: the front applies it to its own state (its
+   * snapshot, its key cache) and tells the other nodes. A returned promise is awaited before the
+   * answer of the request that published it is written (read-your-writes).
+   */
+  onEvent(event: ClusterEvent): Promise<void> | void;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+const WORKER_FILE = (): string => projectPath('dist', 'workers', 'management.js');
+
+const toError = (e: ErrorData): VexilError =>
+  new VexilError(e.code as ErrorCode, e.message, e.retryAfter === undefined ? {} : { retryAfter: e.retryAfter });
+
+export class ManagementActor {
+  private worker!: Worker;
+  private readonly pending = new Map<number, Pending>();
+  /** Front-side work that relayed events started (snapshot applies), awaited before each answer. */
+  private readonly applying = new Set<Promise<void>>();
+  private nextId = 1;
+  private closing = false;
+  /** Set once the first worker is ready: only then is a worker that dies replaced. */
+  private started = false;
+  private alive = false;
+  private ready!: Promise<{ generatedAdminKey: string | null; kind: 'pglite' | 'postgres' }>;
+  private kind: 'pglite' | 'postgres' = 'pglite';
+  private readonly log: Logger;
+
+  private constructor(private readonly opts: ManagementOptions) {
+    this.log = opts.log.child({ component: 'management' });
+  }
+
+  /** Starts the actor: it opens, migrates and bootstraps the database before this resolves. */
+  static async start(opts: ManagementOptions): Promise<{ actor: ManagementActor; generatedAdminKey: string | null }> {
+    const actor = new ManagementActor(opts);
+    actor.spawn();
+    try {
+      const { generatedAdminKey, kind } = await actor.ready;
+      actor.kind = kind;
+      actor.started = true;
+      return { actor, generatedAdminKey };
+    } catch (err) {
+      await actor.close();
+      throw err;
+    }
+  }
+
+  private spawn(): void {
+    const worker = new Worker(WORKER_FILE());
+    this.worker = worker;
+    this.alive = true;
+    this.ready = new Promise((resolve, reject) => {
+      const onReady = (m: FromActor) => {
+        if (m.t === 'ready') resolve({ generatedAdminKey: m.generatedAdminKey, kind: m.kind });
+        else if (m.t === 'failed') reject(new Error(m.message));
+        else return;
+        worker.off('message', onReady);
+      };
+      worker.on('message', onReady);
+      worker.once('exit', (code) => reject(new Error(`The management actor exited during start (code ${code})`)));
+    });
+    this.ready.catch(() => {});
+    worker.on('message', (m: FromActor) => this.receive(m));
+    worker.on('error', (err) => this.log.error('management actor failed', { err }));
+    worker.on('exit', (code) => this.exited(worker, code));
+    const init: InitMessage = { t: 'init', config: this.opts.config, inMemory: this.opts.inMemory, evalCounts: this.opts.evalCounts };
+    worker.postMessage(init);
+  }
+
+  private exited(worker: Worker, code: number): void {
+    if (worker !== this.worker) return;
+    this.alive = false;
+    const lost = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of lost) p.reject(new VexilError('UNAVAILABLE', 'The management actor stopped; try again', { retryAfter: 1 }));
+    if (this.closing || !this.started) return;
+    this.log.error('management actor exited; starting a new one', { code });
+    this.spawn();
+  }
+
+  private receive(m: FromActor): void {
+    switch (m.t) {
+      case 'reply': {
+        const p = this.pending.get(m.id);
+        if (p === undefined) return;
+        this.pending.delete(m.id);
+        const reply: Reply = { status: m.status, headers: m.headers };
+        if (m.body !== null) reply.raw = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
+        // Read-your-writes: the events this request's write published are applied here first.
+        if (this.applying.size === 0) p.resolve(reply);
+        else void Promise.allSettled([...this.applying]).then(() => p.resolve(reply));
+        return;
+      }
+      case 'rows': {
+        const p = this.pending.get(m.id);
+        if (p === undefined) return;
+        this.pending.delete(m.id);
+        if (m.error !== undefined) p.reject(toError(m.error));
+        else p.resolve(m.rows);
+        return;
+      }
+      case 'event': {
+        let work: Promise<void> | void;
+        try {
+          work = this.opts.onEvent(m.event);
+        } catch (err) {
+          this.log.warn('applying a management event failed', { err: err as Error });
+          return;
+        }
+        if (work instanceof Promise) {
+          const tracked = work.catch((err) => this.log.warn('applying a management event failed', { err: err as Error }));
+          this.applying.add(tracked);
+          void tracked.then(() => this.applying.delete(tracked));
+        }
+        return;
+      }
+      case 'log':
+        this.log[m.level](m.msg, m.fields);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private call<T>(message: (id: number) => ToActor, transfer: ArrayBuffer[] = []): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage(message(id), transfer);
+    });
+  }
+
+  /** Runs an admitted management request in the actor; resolves with its answer, body as bytes. */
+  forward(route: Route, inc: Incoming, admission: Admission): Promise<Reply> {
+    // A copy the size of the body, whose memory moves to the actor (the front may reuse its own).
+    const body = new Uint8Array(inc.body.byteLength);
+    body.set(inc.body);
+    const fields: RequestFields = {
+      method: inc.method,
+      path: inc.path,
+      query: inc.query,
+      params: inc.params,
+      contentType: inc.contentType,
+      headers: inc.headers,
+      remoteAddress: inc.remoteAddress(),
+      body,
+    };
+    return this.call<Reply>((id) => ({ t: 'request', id, route: routeId(route.method, route.pattern), fields, admission }), [body.buffer]);
+  }
+
+  /** A change the front's snapshot applied: the actor's replica follows it. */
+  changed(change: Change): void {
+    if (!this.closing) this.worker.postMessage({ t: 'change', change } satisfies ToActor);
+  }
+
+  /** The database as the front thread reads it: every query runs in the actor. */
+  readonly db: Database = (() => {
+    const query = <T>(text: string, params?: unknown[]): Promise<T[]> => this.call<T[]>((id) => ({ t: 'query', id, text, params, exec: false }));
+    const exec = async (script: string): Promise<void> => {
+      await this.call((id) => ({ t: 'query', id, text: script, params: undefined, exec: true }));
+    };
+    const self = this;
+    return {
+      get kind() {
+        return self.kind;
+      },
+      query,
+      exec,
+      transaction<T>(_fn: (tx: Queryable) => Promise<T>): Promise<T> {
+        return Promise.reject(new VexilError('INTERNAL', 'Writes run in the management actor, not on the front thread'));
+      },
+      close: async () => {},
+    };
+  })();
+
+  /** Closes the actor's database and ends the worker. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (!this.alive) return;
+    const worker = this.worker;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ t: 'close' } satisfies ToActor);
+    const timer = setTimeout(() => void worker.terminate(), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
