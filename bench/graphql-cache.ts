@@ -6,7 +6,7 @@
  *   npm run build && node dist/bench/graphql-cache.js [--iterations 20000]
  */
 import { GraphQLExecutor } from '../src/graphql/execute.js';
-import { evaluationEnv } from '../src/graphql/resolvers.js';
+import { evaluationEnv } from '../src/graphql/evaluation-resolvers.js';
 import { buildSnapshot } from '../src/engine/index.js';
 import { evaluateForKey } from '../src/features/evaluation/service.js';
 import { RateLimiter } from '../src/ratelimit/token-bucket.js';

@@ -27,7 +27,7 @@ import {
   type WorkerData,
 } from '../src/pool/protocol.js';
 import { GraphQLExecutor } from '../src/graphql/execute.js';
-import type { EvaluationEnv, GraphQLContext } from '../src/graphql/resolvers.js';
+import type { EvaluationEnv, GraphQLContext } from '../src/graphql/evaluation-resolvers.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
 import { createLogger } from '../src/util/log.js';
 

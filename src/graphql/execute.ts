@@ -44,8 +44,8 @@ import { contextViolation, hasVariable, variableDefaults } from './context-limit
 import { hasJitMarker } from './jit-marker.js';
 import { EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
 import { planFor, runPlan, type EvaluationPlan } from './plan.js';
-import { evaluationEnv, resolvers, type GraphQLContext } from './resolvers.js';
-import { buildVexilSchema, trackDeferredAny } from './schema.js';
+import { evaluationEnv, evaluationResolvers, type GraphQLContext } from './evaluation-resolvers.js';
+import { buildVexilSchema, trackDeferredAny, type ResolverMap } from './schema.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -96,14 +96,25 @@ export interface ExecutorOptions extends Limits {
   cacheEntries?: number;
   /** Total document text kept in the cache, in characters. */
   cacheChars?: number;
+  /** The fields this executor can run (default: `evaluate` only, as in an evaluation worker). */
+  resolvers?: ResolverMap;
 }
 
-let sharedSchema: GraphQLSchema | null = null;
+const schemas = new Map<ResolverMap, GraphQLSchema>();
 
-/** The executable schema, built once per process (resolvers take the runtime from the context). */
-export function vexilSchema(): GraphQLSchema {
-  sharedSchema ??= buildVexilSchema(resolvers);
-  return sharedSchema;
+/**
+ * The executable schema with `resolvers` attached, built once per process and resolver map (the
+ * resolvers take the runtime from the context). Every thread validates against the same SDL;
+ * an evaluation worker attaches only `evaluate` (evaluation-resolvers.ts), the management actor
+ * every field (resolvers.ts).
+ */
+export function vexilSchema(resolvers: ResolverMap = evaluationResolvers): GraphQLSchema {
+  let schema = schemas.get(resolvers);
+  if (schema === undefined) {
+    schema = buildVexilSchema(resolvers);
+    schemas.set(resolvers, schema);
+  }
+  return schema;
 }
 
 const badRequest = (message: string, locations?: readonly { line: number; column: number }[]): FormattedError => ({
@@ -146,7 +157,7 @@ export class GraphQLExecutor {
   compilations = 0;
   /** Documents graphql-js parsed (cache misses not refused on their tokens). */
   parses = 0;
-  private readonly schema = vexilSchema();
+  private readonly schema: GraphQLSchema;
   private readonly contextLimits: ContextLimits;
 
   constructor(
@@ -154,6 +165,7 @@ export class GraphQLExecutor {
     private readonly opts: ExecutorOptions,
   ) {
     this.contextLimits = opts.context ?? DEFAULT_CONTEXT_LIMITS;
+    this.schema = vexilSchema(opts.resolvers);
     this.cache = new LruCache(opts.cacheEntries ?? 500, opts.cacheChars ?? 16 * 1024 * 1024);
   }
 

@@ -27,7 +27,7 @@ import { Kind, type DocumentNode, type FieldNode, type OperationDefinitionNode, 
 import type { Evaluation } from '../domain/types.js';
 import type { EvaluationInput } from '../features/evaluation/service.js';
 import { EVALUATE_FIELD } from './limits.js';
-import { countEvaluation, evaluateField, evaluateFieldInput, type GraphQLContext } from './resolvers.js';
+import { countEvaluation, evaluateField, evaluateFieldInput, type GraphQLContext } from './evaluation-resolvers.js';
 import { anyLiteralValue } from './schema.js';
 
 /** Where an argument's value comes from. */

@@ -1,5 +1,5 @@
 /**
- * Resolvers: thin calls into the same service functions REST uses, so that permissions, scopes,
+ * The management resolvers (run by the management actor): thin calls into the same service functions REST uses, so that permissions, scopes,
  * validation and conflicts cannot drift apart. A service throws a VexilError; graphql-jit turns it
  * into a field error (the field is null, its siblings still answer) and `execute.ts` maps it to
  * `extensions: {code, status}`.
@@ -9,56 +9,17 @@
  * snapshot object (a flag-level write updates it in place), so a field after a mutation in the
  * same document sees the write either way.
  */
-import type { GraphQLResolveInfo } from 'graphql';
-import type { Authenticated } from '../auth/authenticate.js';
-import type { Evaluation, Flag, FlagConfig } from '../domain/types.js';
-import { parseEvaluationBody } from '../domain/validation.js';
-import { evaluateForKey, explainForKey, type EvaluationInput } from '../features/evaluation/service.js';
+import type { Flag, FlagConfig } from '../domain/types.js';
+import { explainForKey } from '../features/evaluation/service.js';
 import { auditLog } from '../features/audit/service.js';
 import type { AuditActor } from '../domain/types.js';
 import * as flags from '../features/flags/service.js';
 import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
 import type { Runtime } from '../runtime.js';
-import type { OrgSnapshot } from '../engine/index.js';
-import type { EvalCounts } from '../ops/eval-counts.js';
 import { VexilError } from '../domain/errors.js';
-import { materializeAny, type ResolverMap } from './schema.js';
-
-/**
- * What the evaluation fields (`evaluate`, `explainEvaluation`) read, and all an evaluation worker
- * has: each organization's current snapshot, the request's clock, and the evaluation counters.
- */
-export interface EvaluationEnv {
-  peek(orgId: string): OrgSnapshot | undefined;
-  now(): number;
-  evalCounts: EvalCounts;
-}
-
-const envs = new WeakMap<Runtime, EvaluationEnv>();
-
-/** The front thread's evaluation environment: the node's registry, clock and counters. */
-export function evaluationEnv(rt: Runtime): EvaluationEnv {
-  let env = envs.get(rt);
-  if (env === undefined) {
-    env = { peek: (orgId) => rt.snapshots.peek(orgId), now: () => rt.now(), evalCounts: rt.evalCounts };
-    envs.set(rt, env);
-  }
-  return env;
-}
-
-export interface GraphQLContext {
-  env: EvaluationEnv;
-  /**
-   * The node's services, for the management fields; null in an evaluation worker, where documents
-   * resolve nothing but `evaluate` (execute.ts hands only those to the pool).
-   */
-  rt: Runtime | null;
-  /** Taken once per request, before the query is read (401 / 402 / 429). */
-  auth: Authenticated;
-  /** The document has a variable nested in an `Any` literal (see schema.ts). */
-  deferredAny: boolean;
-}
+import type { ResolverMap } from './schema.js';
+import { authFor, evaluate, evaluationInput, withVars, type Args, type EvaluateArgs, type GraphQLContext, type Resolver } from './evaluation-resolvers.js';
 
 /** The node's services, for a management field (never in an evaluation worker). */
 function services(ctx: GraphQLContext): Runtime {
@@ -66,66 +27,8 @@ function services(ctx: GraphQLContext): Runtime {
   return ctx.rt;
 }
 
-/** The request's principal with the organization's current snapshot. */
-export function authFor(ctx: GraphQLContext): Authenticated {
-  const snap = ctx.env.peek(ctx.auth.principal.orgId);
-  if (snap === undefined || snap === ctx.auth.snapshot) return ctx.auth;
-  return { principal: ctx.auth.principal, snapshot: snap };
-}
-
-/** An argument that may hold nested `Any` variables, with them filled in. */
-function withVars<T>(value: T, ctx: GraphQLContext, info: GraphQLResolveInfo): T {
-  if (!ctx.deferredAny) return value;
-  return materializeAny(value, info.variableValues as unknown as Record<string, unknown>) as T;
-}
-
-type Args = Record<string, unknown>;
-type Resolver<A = Args, S = unknown> = (source: S, args: A, ctx: GraphQLContext, info: GraphQLResolveInfo) => unknown;
-
 const str = (v: unknown): string => v as string;
 const optStr = (v: unknown): string | null => (v === undefined || v === null ? null : (v as string));
-
-export interface EvaluateArgs {
-  key: string;
-  userId: string;
-  stage: string;
-  context?: unknown;
-  clientId?: string | null;
-}
-
-/**
- * The same body check as REST (400 for an empty stage or userId, a non-object context, ...), for
- * `evaluate` arguments, with `context` (`args.context` with its nested variables filled in) given
- * apart. Pure: the evaluation plan (plan.ts) runs it once per document when every argument is a
- * literal.
- */
-export const evaluateFieldInput = (args: Omit<EvaluateArgs, 'context'>, context: unknown): EvaluationInput =>
-  parseEvaluationBody({
-    userId: args.userId,
-    stage: args.stage,
-    clientId: args.clientId ?? null,
-    context: context === undefined ? null : context,
-  });
-
-const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: GraphQLResolveInfo) =>
-  evaluateFieldInput(args, args.context === undefined ? undefined : withVars(args.context, ctx, info));
-
-/**
- * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot.
- * Not counted: the caller counts it with `countEvaluation` (the resolver at once, the plan once
- * every field of the document has answered).
- */
-export const evaluateField = (ctx: GraphQLContext, key: string, input: EvaluationInput): Evaluation =>
-  evaluateForKey(authFor(ctx), key, input, ctx.env.now(), 'AUTH_NOT_AUTHORIZED');
-
-/** Evaluation traffic (metrics), on the front thread or in a worker: the counters are shared. */
-export const countEvaluation = (ctx: GraphQLContext, ev: Evaluation): void => ctx.env.evalCounts.count(ev.reason.code);
-
-const evaluate: Resolver<EvaluateArgs> = (_s, args, ctx, info) => {
-  const ev = evaluateField(ctx, args.key, evaluationInput(args, ctx, info));
-  countEvaluation(ctx, ev);
-  return ev;
-};
 
 /**
  * CONTRACT.md 12: a management read (the request's token came from the management bucket, and it
@@ -195,4 +98,5 @@ const AuditActor: Record<string, Resolver<Args, AuditActor>> = {
   operator: (actor) => 'operator' in actor,
 };
 
+/** Every field: the schema the management actor executes with. */
 export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };

@@ -20,6 +20,7 @@ import type { Route } from '../http/router.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
 import { GraphQLExecutor, type GraphQLRequest } from './execute.js';
+import { resolvers } from './resolvers.js';
 
 export const GRAPHQL_PATH = '/api/graphql';
 /**
@@ -68,6 +69,8 @@ export function graphqlRoutes(rt: Runtime): Route[] {
     maxEvaluations: rt.config.graphqlMaxEvaluations,
     maxFields: rt.config.graphqlMaxFields,
     context: rt.config.contextLimits,
+    // The front thread runs only evaluation-only documents with it; the management actor, the rest.
+    resolvers,
   });
   return [
     {

@@ -13,7 +13,7 @@ import { REASON_CODES, type Flag, type FlagConfig, type Organization, type Reaso
 import { buildSnapshot } from '../../src/engine/index.js';
 import { GraphQLExecutor } from '../../src/graphql/execute.js';
 import { runPlan } from '../../src/graphql/plan.js';
-import type { GraphQLContext } from '../../src/graphql/resolvers.js';
+import type { GraphQLContext } from '../../src/graphql/evaluation-resolvers.js';
 import { EvalCounts } from '../../src/ops/eval-counts.js';
 import { createLogger } from '../../src/util/log.js';
 
