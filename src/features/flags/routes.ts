@@ -3,6 +3,7 @@ import { admitKey, admittedKey } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
+import { LIST_HEADERS, listFlagsReply } from './list-route.js';
 import * as flags from './service.js';
 
 export function flagRoutes(rt: Runtime): Route[] {
@@ -11,8 +12,9 @@ export function flagRoutes(rt: Runtime): Route[] {
     {
       method: 'get',
       pattern: '/api/flags',
+      headers: LIST_HEADERS,
       management,
-      handler: (inc) => ({ status: 200, body: flags.listFlags(admittedKey(rt, inc)) }),
+      handler: (inc) => listFlagsReply(rt, admittedKey(rt, inc), inc),
     },
     {
       method: 'post',
