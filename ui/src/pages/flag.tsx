@@ -5,11 +5,12 @@ import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from 
 import { BASE, navigate } from '../router';
 import { useSession } from '../session';
 import { ConfigEditor } from './config';
+import { FlagNameInput } from '../flag-picker';
 import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
 
 const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWrite: boolean; allFlags: string[]; onSaved: () => void }) {
+function DetailsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolean; onSaved: () => void }) {
   const [description, setDescription] = useState(flag.description ?? '');
   const [tags, setTags] = useState(flag.tags.join(', '));
   const [rows, setRows] = useState<VariantRow[]>(rowsOf(flag.variants));
@@ -24,7 +25,8 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
     const errs: Record<string, string> = {};
     if (!v.ok) errs.variants = v.error;
     deps.forEach((d, i) => {
-      if (!d.flag) errs[`dependencies[${i}]`] = 'Choose a parent flag.';
+      if (!d.flag.trim()) errs[`dependencies[${i}]`] = 'Enter the name of a parent flag.';
+      else if (d.flag.trim() === flag.name) errs[`dependencies[${i}]`] = 'A flag cannot depend on itself.';
     });
     setErrors(errs);
     if (!v.ok || Object.keys(errs).length > 0) return;
@@ -34,7 +36,7 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
       variants: v.variants,
       dependencies: deps.map((d) => {
         const variants = d.variants.split(',').map((x) => x.trim()).filter(Boolean);
-        return { flag: d.flag, variants: variants.length > 0 ? variants : null };
+        return { flag: d.flag.trim(), variants: variants.length > 0 ? variants : null };
       }),
     };
     try {
@@ -68,13 +70,8 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
           <p class="hint">This flag only takes effect for a user when each parent flag is on for them (optionally: with one of the listed variants).</p>
           {deps.map((d, i) => (
             <div class="row" key={i}>
-              <Field label={`Parent flag ${i + 1}`} error={errors[`dependencies[${i}]`]}>
-                {(p) => (
-                  <select {...p} value={d.flag} onChange={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, flag: e.currentTarget.value } : x)))}>
-                    <option value="">(choose)</option>
-                    {allFlags.filter((f) => f !== flag.name).map((f) => <option key={f}>{f}</option>)}
-                  </select>
-                )}
+              <Field label={`Parent flag ${i + 1}`} hint="Type to search the flags." error={errors[`dependencies[${i}]`]}>
+                {(p) => <FlagNameInput {...p} value={d.flag} exclude={flag.name} onValue={(v) => setDeps(deps.map((x, j) => (j === i ? { ...x, flag: v } : x)))} />}
               </Field>
               <Field label={`Required variants of parent ${i + 1}`} hint="Optional, separated by commas." class="grow">
                 {(p) => <input {...p} value={d.variants} onInput={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, variants: e.currentTarget.value } : x)))} />}
@@ -237,7 +234,7 @@ export function FlagPage({ name }: { name: string }) {
   const s = useSession();
   const [version, setVersion] = useState(0);
   const { data, error, loading, reload } = useLoad(
-    () => gql<{ flag: Flag; flags: { name: string }[] }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } flags { name } }`, { n: name }),
+    () => gql<{ flag: Flag }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } }`, { n: name }),
     [name],
   );
   const [extraClients, setExtraClients] = useState<{ stage: string; clientId: string }[]>([]);
@@ -248,6 +245,7 @@ export function FlagPage({ name }: { name: string }) {
     setVersion((v) => v + 1);
   };
   if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
+  if (!data.flag) return <main id="main"><h1 tabIndex={-1}>{name}</h1><p class="error" role="alert">No flag is named {name}.</p><p><a href={BASE}>Go to the flags</a></p></main>;
   const flag = data.flag;
   const canWrite = s.can.write && (s.viewer.application === null || sameName(s.viewer.application, flag.project));
   const canWriteStage = (st: string) => canWrite && (s.viewer.environment === null || sameName(s.viewer.environment, st));
@@ -313,7 +311,7 @@ export function FlagPage({ name }: { name: string }) {
         </div>
         <div class="side-col">
           <EvaluationPanel flag={flag} />
-          <DetailsForm flag={flag} canWrite={canWrite} allFlags={data.flags.map((f) => f.name)} onSaved={refresh} />
+          <DetailsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
           <EnvironmentsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
         </div>
       </div>
