@@ -74,3 +74,11 @@ export {
   type PatchOrganizationInput,
 } from './validation/organizations.js';
 export { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX, auditQuerySchema, parseAuditQuery, type AuditQuery } from './validation/audit.js';
+export {
+  FLAG_PAGE_MAX,
+  FLAG_SEARCH_MAX,
+  flagListQuerySchema,
+  parseFlagListArgs,
+  parseFlagListQuery,
+  type FlagListQuery,
+} from './validation/flag-list.js';

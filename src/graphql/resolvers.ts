@@ -136,7 +136,7 @@ const explainEvaluation: Resolver<EvaluateArgs> = (_s, args, ctx, info) =>
   explainForKey(authFor(ctx), args.key, evaluationInput(args, ctx, info), ctx.env.now());
 
 const Query: Record<string, Resolver> = {
-  flags: (_s, _a, ctx) => flags.listFlags(authFor(ctx)),
+  flags: (_s, a, ctx) => flags.listFlagPage(authFor(ctx), a, 'graphql').flags,
   flag: (_s, a, ctx) => flags.getFlag(authFor(ctx), str(a.name)),
   flagConfigs: (_s, a, ctx) => flags.listConfigs(authFor(ctx), str(a.name), optStr(a.stage), optStr(a.clientId)),
   flagEnvironments: (_s, a, ctx) => flags.flagEnvironments(authFor(ctx), str(a.name)),
@@ -185,6 +185,14 @@ const Mutation: Record<string, Resolver> = {
 const Flag: Record<string, Resolver<Args, Flag>> = {
   // Read from the snapshot like `flagConfigs`: the key could read the flag, so it can read these.
   configs: (flag, _a, ctx): FlagConfig[] => flags.listConfigs(authFor(ctx), flag.name),
+};
+
+// ---- flag list paging (CONTRACT.md 13) ------------------------------------------------------------
+
+Query.flagConnection = (_s, a, ctx) => {
+  const page = flags.listFlagPage(authFor(ctx), a, 'graphql');
+  const last = page.flags.length === 0 ? null : page.flags[page.flags.length - 1].name;
+  return { nodes: page.flags, pageInfo: { endCursor: last, hasNextPage: page.hasMore }, totalCount: page.total };
 };
 
 // ---- audit log (CONTRACT.md 11) -------------------------------------------------------------------

@@ -7,7 +7,9 @@
  * - `Flag.configs`, the flag's stage configurations (what REST `GET /api/flags/{name}` includes);
  * - `viewer` and `explainEvaluation` (CONTRACT.md 12, for the admin web UI).
  *
- * The audit log's types and `Query.auditLog` (CONTRACT.md 11) are kept together in `auditTypeDefs`.
+ * The audit log's types and `Query.auditLog` (CONTRACT.md 11) are kept together in `auditTypeDefs`,
+ * the flag list's paging (`PageInfo`, `FlagConnection`, `Query.flagConnection`, CONTRACT.md 13) in
+ * `flagPagingTypeDefs`.
  *
  * Scalars:
  * - `Any` is any JSON value. Inline literals of every kind are accepted (objects, lists, strings,
@@ -155,7 +157,11 @@ input CreateManagementKeyInput {
 }
 
 type Query {
-  flags: [Flag!]
+  """
+  The flags the key can read, sorted by name (byte order); the filters and paging of REST GET
+  /api/flags (CONTRACT.md 13). first: 1-1000, absent: every matching flag; after: a flag name.
+  """
+  flags(first: Int, after: String, search: String, application: String, type: String, archived: Boolean): [Flag!]
   flag(name: String!): Flag
   flagConfigs(name: String!, stage: String, clientId: String): [FlagConfig!]
   flagEnvironments(name: String!): [String!]
@@ -192,7 +198,26 @@ type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs;
+/** Paging of the flag list (CONTRACT.md 13): the same filters and order as `flags`. */
+const flagPagingTypeDefs = /* GraphQL */ `
+type PageInfo {
+  """The last node's name (null when the page is empty): pass it as after for the next page."""
+  endCursor: String
+  hasNextPage: Boolean!
+}
+type FlagConnection {
+  nodes: [Flag!]!
+  pageInfo: PageInfo!
+  """Flags matching the filters within the key's application scope, on every page."""
+  totalCount: Int!
+}
+extend type Query {
+  """One page of flags: first 1-1000; after, search, application, type, archived as for flags."""
+  flagConnection(first: Int!, after: String, search: String, application: String, type: String, archived: Boolean): FlagConnection
+}
+`;
+
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -33,3 +33,16 @@ export function booleanParam(query: string, name: string, fallback = false): boo
       throw badRequest(`Query parameter '${name}' must be true or false`);
   }
 }
+
+/**
+ * The query string as an object of strings (URL-decoded, `+` as space); a parameter given more
+ * than once is 400, so that no reader silently takes one of two values.
+ */
+export function queryObject(query: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(query)) {
+    if (Object.prototype.hasOwnProperty.call(out, k)) throw badRequest(`Query parameter '${k}' is given more than once`);
+    Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}

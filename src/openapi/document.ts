@@ -25,7 +25,9 @@ const INPUT_SCHEMAS = new Set(['CreateFlagInput', 'UpdateFlagInput', 'UpsertFlag
 
 function response(r: ResponseDoc): Record<string, unknown> {
   const out: Record<string, unknown> = { description: r.description };
-  if (r.headers !== undefined) out.headers = Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }]));
+  if (r.headers !== undefined) {
+    out.headers = Object.fromEntries(Object.entries(r.headers).map(([h, d]) => [h, typeof d === 'string' ? { description: d, schema: { type: 'string' } } : d]));
+  }
   if (r.schema !== undefined) {
     const s = typeof r.schema === 'string' ? ref(r.schema) : r.schema;
     out.content = { [r.contentType ?? 'application/json']: { schema: r.array ? { type: 'array', items: s } : s } };
@@ -49,7 +51,12 @@ function operation(route: Route, doc: OperationDoc | undefined): Record<string, 
   if (doc?.querySchema !== undefined) {
     const obj = jsonSchema(QUERY_SCHEMAS[doc.querySchema], 'input') as { properties?: Record<string, unknown>; required?: string[] };
     for (const [name, schema] of Object.entries(obj.properties ?? {})) {
-      parameters.push({ name, in: 'query', required: obj.required?.includes(name) ?? false, schema });
+      // A property's description (zod `.meta`) describes the parameter.
+      const { description, ...rest } = schema as { description?: string };
+      const param: Record<string, unknown> = { name, in: 'query', required: obj.required?.includes(name) ?? false };
+      if (description !== undefined) param.description = description;
+      param.schema = rest;
+      parameters.push(param);
     }
   }
   if (parameters.length > 0) op.parameters = parameters;

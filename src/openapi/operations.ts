@@ -13,7 +13,8 @@ export interface ResponseDoc {
   schema?: string | Record<string, unknown>;
   array?: boolean;
   contentType?: string;
-  headers?: Record<string, string>;
+  /** Response headers: a description (a string header), or a description and a JSON Schema. */
+  headers?: Record<string, string | { description: string; schema: Record<string, unknown> }>;
 }
 
 export interface OperationDoc {
@@ -72,10 +73,24 @@ registerOperations({
     errors: [...AUTH_ERRORS, 404, ...BODY_ERRORS, 503],
   },
   'GET /api/flags': {
-    summary: 'List flags',
+    summary: 'List flags: filter, search and page (CONTRACT.md 13)',
+    description:
+      'The flags the key may read (its application scope filters them), sorted by name in byte order, as a bare array. ' +
+      'Unknown or repeated parameters and bad values are 400.',
     tags: ['Flags'],
     security: MGMT,
-    responses: { 200: { description: 'Every flag the key may read', schema: 'Flag', array: true } },
+    querySchema: 'FlagListQuery',
+    responses: {
+      200: {
+        description: 'The matching flags after `after`, at most `limit` of them',
+        schema: 'Flag',
+        array: true,
+        headers: {
+          'X-Total-Count': { description: "Flags matching the filters within the key's application scope (whatever `after` and `limit` say)", schema: { type: 'integer', minimum: 0 } },
+          Link: '`<URL of the next page>; rel="next"` (RFC 8288): only with `limit`, when more matching flags follow; the URL repeats the parameters with `after` set',
+        },
+      },
+    },
     errors: AUTH_ERRORS,
   },
   'POST /api/flags': {

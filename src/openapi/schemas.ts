@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES, PERMISSIONS, REASON_CODES, VALUE_TYPES } from '../domain/types.js';
 import {
   auditQuerySchema,
+  flagListQuerySchema,
   createFlagSchema,
   createKeySchema,
   createOrgSchema,
@@ -122,7 +123,7 @@ export const ReadySchema = z.object({ status: z.literal('ready'), node: z.string
 export const HealthSchema = z.object({ status: z.literal('ok'), node: z.string(), nodes: z.number().int(), bus: z.enum(['up', 'down', 'local']), http: z.string() });
 
 /** Query-string schemas: each property is one query parameter (document.ts). */
-export const QUERY_SCHEMAS: Record<string, z.ZodType> = { AuditQuery: auditQuerySchema };
+export const QUERY_SCHEMAS: Record<string, z.ZodType> = { AuditQuery: auditQuerySchema, FlagListQuery: flagListQuerySchema };
 
 /** Every named schema of `components.schemas`. */
 export const NAMED_SCHEMAS: Record<string, z.ZodType> = {

@@ -11,6 +11,7 @@
 import type { Flag, FlagConfig, Organization } from '../domain/types.js';
 import { buildSnapshot, compileFlag, type OrgSnapshot } from '../engine/index.js';
 import { replaces, stepFor, type Change, type Touches } from './apply-rules.js';
+import { flagChanged } from './flag-index.js';
 
 export type { Change, Touches } from './apply-rules.js';
 
@@ -105,6 +106,7 @@ export class SnapshotRegistry {
     const [flag, configs] = await Promise.all([this.source.flag(change.orgId, name), this.source.flagConfigs(change.orgId, name)]);
     if (flag === null) current.flags.delete(name);
     else current.flags.set(flag.name, compileFlag(flag, configs));
+    flagChanged(current, name); // the flag list's index, in the same tick (flag-index.ts)
     current.org = { ...current.org, version: change.version };
     this.emit(change.orgId, current, change.touches);
   }

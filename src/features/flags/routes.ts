@@ -4,6 +4,7 @@ import { authenticate } from '../../auth/authenticate.js';
 import { jsonObjectBody, type Incoming } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
+import { LIST_HEADERS, listFlagsReply } from './list-route.js';
 import * as flags from './service.js';
 
 export function flagRoutes(rt: Runtime): Route[] {
@@ -12,7 +13,8 @@ export function flagRoutes(rt: Runtime): Route[] {
     {
       method: 'get',
       pattern: '/api/flags',
-      handler: async (inc) => ({ status: 200, body: flags.listFlags(await auth(inc)) }),
+      headers: LIST_HEADERS,
+      handler: async (inc) => listFlagsReply(rt, await auth(inc), inc),
     },
     {
       method: 'post',

@@ -10,12 +10,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
-import { requireApplication, requireEnvironment, requirePermission, inApplicationScope, type Principal } from '../../auth/permissions.js';
+import { requireApplication, requireEnvironment, requirePermission, type Principal } from '../../auth/permissions.js';
 import { badRequest, conflict, notFound } from '../../domain/errors.js';
 import { clientIdApplication, findName, sameName } from '../../domain/names.js';
 import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
+  parseFlagListArgs,
+  parseFlagListQuery,
   parseNameList,
   parseUpdateFlag,
   parseUpsertFlagConfig,
@@ -25,6 +27,7 @@ import {
 } from '../../domain/validation.js';
 import type { CompiledFlag } from '../../engine/index.js';
 import type { Runtime } from '../../runtime.js';
+import { flagIndexOf } from '../../snapshots/flag-index.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
 import { actorOf, writeOrg } from '../write.js';
@@ -42,14 +45,41 @@ function visible(auth: Authenticated, name: string): CompiledFlag {
   return compiled;
 }
 
-export function listFlags(auth: Authenticated): Flag[] {
-  requirePermission(auth.principal, 'CanRead');
-  const out: Flag[] = [];
-  for (const c of auth.snapshot.flags.values()) {
-    if (inApplicationScope(auth.principal, c.flag.project)) out.push(c.flag);
-  }
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+/** One page of the flag list (CONTRACT.md 13). */
+export interface FlagPage {
+  /** Sorted by name. */
+  flags: Flag[];
+  /** Flags matching the filters within the key's application scope (`after` and `limit` aside). */
+  total: number;
+  /** Whether more matching flags follow this page (then the next page starts after its last name). */
+  hasMore: boolean;
 }
+
+const NO_FLAGS: FlagPage = Object.freeze({ flags: [], total: 0, hasMore: false }) as FlagPage;
+
+/**
+ * The flag list, REST `GET /api/flags` and GraphQL `flags` / `flagConnection` alike: the key's
+ * application scope and the filters of `raw` (query parameters, or GraphQL arguments with
+ * `from: 'graphql'`), sorted by name, paged. Served from the snapshot's name-sorted index
+ * (snapshots/flag-index.ts): no sort, and no scan unless a filter other than the application asks
+ * for one.
+ */
+export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'query' | 'graphql' = 'query'): FlagPage {
+  const p = auth.principal;
+  requirePermission(p, 'CanRead');
+  const q = from === 'graphql' ? parseFlagListArgs(raw) : parseFlagListQuery(raw);
+  // The key's scope and the filter both name an application: another one matches nothing.
+  if (p.application !== null && q.application !== null && !sameName(p.application, q.application)) return NO_FLAGS;
+  const application = q.application ?? p.application;
+  return flagIndexOf(auth.snapshot).query(
+    { application: application === null ? null : application.toLowerCase(), type: q.type, archived: q.archived, search: q.search },
+    q.after,
+    q.limit,
+  );
+}
+
+/** Every flag the key may read, sorted by name. */
+export const listFlags = (auth: Authenticated): Flag[] => listFlagPage(auth).flags;
 
 export function getFlag(auth: Authenticated, name: string): Flag {
   requirePermission(auth.principal, 'CanRead');

@@ -1,0 +1,289 @@
+/**
+ * The flag list's index (CONTRACT.md 13): an organization's flags sorted by name, beside its
+ * snapshot, so that a page of `GET /api/flags` or GraphQL `flags` / `flagConnection` at 100,000
+ * flags neither sorts nor scans the organization.
+ *
+ * - One sorted array of every flag, and one per application (keyed by the lower-cased name, as
+ *   application names compare case-insensitively): a page is a binary search for `after` and a
+ *   slice, in the whole organization or in one application (an application-scoped key, or the
+ *   `application` filter).
+ * - Per array, counts by (type, archived): `X-Total-Count` without a search is a sum of at most
+ *   eight numbers. With a `type` or `archived` filter a page scans forward from `after` until it
+ *   has one match more than it shows (or reaches the end).
+ * - A search (`q` / `search`) scans the array once over each flag's lower-cased search text
+ *   (name, description and tags), built on the first search that reaches the flag and kept until
+ *   the flag changes: never lower-cased again per request.
+ * - Names sort by UTF-16 code unit (JavaScript `<`), which for flag names (ASCII only,
+ *   FLAG_NAME_RE) is byte order.
+ *
+ * Keeping it current: the index belongs to one snapshot object (`flagIndexOf`, built on first use
+ * and cached in a WeakMap). A whole-organization reload builds a new snapshot object, so its index
+ * is built again on its first use; a one-flag change updates the snapshot in place, and the
+ * registry then calls `flagChanged`, which replaces, inserts or removes that one entry: a binary
+ * search and an array splice (a memmove of at most n pointers, tens of microseconds at 100,000),
+ * no sort. The sort happens once per snapshot object, when its list is first asked for.
+ */
+import type { Flag } from '../domain/types.js';
+import type { OrgSnapshot } from '../engine/index.js';
+
+/** What a list asks for; every field null means "any". */
+export interface FlagFilter {
+  /** Lower-cased application name (the key's scope or the `application` filter). */
+  application: string | null;
+  type: string | null;
+  archived: boolean | null;
+  /** Lower-cased search text: a substring of the name, the description or a tag. */
+  search: string | null;
+}
+
+export interface IndexPage {
+  /** The page, sorted by name. */
+  flags: Flag[];
+  /** Flags matching the filter, wherever the page starts. */
+  total: number;
+  /** Whether more matching flags follow the page. */
+  hasMore: boolean;
+}
+
+/** Separates the fields of a search text; a search can never contain it (NUL is refused). */
+const SEP = '\u0000';
+
+/** The lower-cased text a search matches: name, description and tags, NUL-separated. */
+export function searchText(flag: Flag): string {
+  let s = flag.name;
+  if (flag.description !== null && flag.description !== '') s += SEP + flag.description;
+  for (const tag of flag.tags) s += SEP + tag;
+  return s.toLowerCase();
+}
+
+class Entry {
+  private text: string | undefined;
+  readonly name: string;
+  readonly application: string;
+
+  constructor(readonly flag: Flag) {
+    this.name = flag.name;
+    this.application = flag.project.toLowerCase();
+  }
+
+  /** Built on the first search that reaches this flag, then kept (the entry is replaced on change). */
+  get searchText(): string {
+    return (this.text ??= searchText(this.flag));
+  }
+}
+
+const countKey = (type: string, archived: boolean): string => (archived ? 'a:' : 'l:') + type;
+
+/** The first index whose name is >= `name` (entries sorted by name, names unique). */
+function lowerBound(entries: readonly Entry[], name: string): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (entries[mid].name < name) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index whose name is > `name`. */
+function upperBound(entries: readonly Entry[], name: string): number {
+  const i = lowerBound(entries, name);
+  return i < entries.length && entries[i].name === name ? i + 1 : i;
+}
+
+/** Flags sorted by name, with their counts by (type, archived). */
+class SortedFlags {
+  readonly entries: Entry[];
+  private readonly counts = new Map<string, number>();
+
+  /** `entries` must be sorted by name and unique. */
+  constructor(entries: Entry[]) {
+    this.entries = entries;
+    for (const e of entries) this.count(e, 1);
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  private count(e: Entry, delta: number): void {
+    const k = countKey(e.flag.type, e.flag.isArchived);
+    const n = (this.counts.get(k) ?? 0) + delta;
+    if (n === 0) this.counts.delete(k);
+    else this.counts.set(k, n);
+  }
+
+  /** Inserts `e`, or replaces the entry of the same name; returns the replaced one. */
+  put(e: Entry): Entry | undefined {
+    const i = lowerBound(this.entries, e.name);
+    const old = i < this.entries.length && this.entries[i].name === e.name ? this.entries[i] : undefined;
+    if (old !== undefined) {
+      this.count(old, -1);
+      this.entries[i] = e;
+    } else {
+      this.entries.splice(i, 0, e);
+    }
+    this.count(e, 1);
+    return old;
+  }
+
+  /** Removes the entry named `name`; returns it. */
+  remove(name: string): Entry | undefined {
+    const i = lowerBound(this.entries, name);
+    if (i >= this.entries.length || this.entries[i].name !== name) return undefined;
+    const old = this.entries[i];
+    this.entries.splice(i, 1);
+    this.count(old, -1);
+    return old;
+  }
+
+  /** Flags of `type` (any when null) and `archived` (either when null), from the counts. */
+  countOf(type: string | null, archived: boolean | null): number {
+    if (type === null && archived === null) return this.entries.length;
+    let n = 0;
+    for (const [k, c] of this.counts) {
+      if (archived !== null && k.startsWith('a:') !== archived) continue;
+      if (type !== null && k.slice(2) !== type) continue;
+      n += c;
+    }
+    return n;
+  }
+}
+
+const EMPTY = new SortedFlags([]);
+
+export class FlagIndex {
+  private readonly all: SortedFlags;
+  private readonly byApplication = new Map<string, SortedFlags>();
+
+  private constructor(entries: Entry[]) {
+    this.all = new SortedFlags(entries);
+    const groups = new Map<string, Entry[]>();
+    for (const e of entries) {
+      let g = groups.get(e.application);
+      if (g === undefined) groups.set(e.application, (g = []));
+      g.push(e); // stays sorted: `entries` is
+    }
+    for (const [app, g] of groups) this.byApplication.set(app, new SortedFlags(g));
+  }
+
+  /** The index of `flags` (any order; names unique, as a snapshot's are). */
+  static build(flags: Iterable<Flag>): FlagIndex {
+    const entries: Entry[] = [];
+    for (const f of flags) entries.push(new Entry(f));
+    // Rows usually arrive nearly sorted (the store reads them `order by name`, in the database's
+    // collation), which the sort's run detection makes cheap.
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return new FlagIndex(entries);
+  }
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  /** Every flag, sorted by name (tests). */
+  names(): string[] {
+    return this.all.entries.map((e) => e.name);
+  }
+
+  /** Inserts `flag`, or replaces the flag of the same name (its application may have changed). */
+  set(flag: Flag): void {
+    const e = new Entry(flag);
+    const old = this.all.put(e);
+    if (old !== undefined && old.application !== e.application) this.removeFrom(old.application, old.name);
+    let app = this.byApplication.get(e.application);
+    if (app === undefined) this.byApplication.set(e.application, (app = new SortedFlags([])));
+    app.put(e);
+  }
+
+  delete(name: string): void {
+    const old = this.all.remove(name);
+    if (old !== undefined) this.removeFrom(old.application, name);
+  }
+
+  private removeFrom(application: string, name: string): void {
+    const app = this.byApplication.get(application);
+    if (app === undefined) return;
+    app.remove(name);
+    if (app.size === 0) this.byApplication.delete(application);
+  }
+
+  /**
+   * The flags matching `filter` whose names sort after `after` (from the first when null), at most
+   * `limit` of them (all when null), with the number matching the filter in total.
+   */
+  query(filter: FlagFilter, after: string | null, limit: number | null): IndexPage {
+    const list = filter.application === null ? this.all : (this.byApplication.get(filter.application) ?? EMPTY);
+    const entries = list.entries;
+    const start = after === null ? 0 : upperBound(entries, after);
+    const max = limit ?? Number.POSITIVE_INFINITY;
+    const { type, archived, search } = filter;
+
+    if (type === null && archived === null && search === null) {
+      const end = Math.min(entries.length, start + max);
+      const flags: Flag[] = new Array(Math.max(0, end - start));
+      for (let i = start; i < end; i++) flags[i - start] = entries[i].flag;
+      return { flags, total: entries.length, hasMore: end < entries.length };
+    }
+
+    const matches = (e: Entry): boolean =>
+      (type === null || e.flag.type === type) &&
+      (archived === null || e.flag.isArchived === archived) &&
+      (search === null || e.searchText.includes(search));
+
+    const flags: Flag[] = [];
+    if (search === null) {
+      // The total comes from the counts; scan only as far as the page and one match beyond it.
+      for (let i = start; i < entries.length; i++) {
+        if (!matches(entries[i])) continue;
+        if (flags.length === max) return { flags, total: list.countOf(type, archived), hasMore: true };
+        flags.push(entries[i].flag);
+      }
+      return { flags, total: list.countOf(type, archived), hasMore: false };
+    }
+
+    // A search counts its matches over the whole list, and collects the page on the way.
+    let total = 0;
+    let hasMore = false;
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      if (!matches(e)) continue;
+      total++;
+      if (i < start) continue;
+      if (flags.length < max) flags.push(e.flag);
+      else hasMore = true;
+    }
+    return { flags, total, hasMore };
+  }
+}
+
+// ---- one index per snapshot object ---------------------------------------------------------------
+
+const indexes = new WeakMap<OrgSnapshot, FlagIndex>();
+
+function* flagsOf(snap: OrgSnapshot): Iterable<Flag> {
+  for (const c of snap.flags.values()) yield c.flag;
+}
+
+/** The index of `snap`'s flags: built on first use, then kept current by `flagChanged`. */
+export function flagIndexOf(snap: OrgSnapshot): FlagIndex {
+  let ix = indexes.get(snap);
+  if (ix === undefined) {
+    ix = FlagIndex.build(flagsOf(snap));
+    indexes.set(snap, ix);
+  }
+  return ix;
+}
+
+/**
+ * The snapshot registry changed the flag `name` of `snap` in place (set or deleted it in
+ * `snap.flags`): brings the index up to date with that one flag, if it has been built.
+ */
+export function flagChanged(snap: OrgSnapshot, name: string): void {
+  const ix = indexes.get(snap);
+  if (ix === undefined) return;
+  const c = snap.flags.get(name);
+  if (c === undefined) ix.delete(name);
+  else ix.set(c.flag);
+}
