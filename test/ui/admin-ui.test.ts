@@ -206,9 +206,9 @@ async function run(t: Test) {
       const described = await box.getAttribute('aria-describedby');
       t.match(described ? await page.locator(`#${described}`).innerText() : '', hint, `${p}: its hint is its description`);
     }
-    t.match(
-      await page.getByRole('group', { name: 'Permissions' }).ariaSnapshot(),
-      /- checkbox "CanEvaluate" \[checked\]\n\s*- checkbox "CanRead"\n\s*- checkbox "CanWrite"\n\s*- checkbox "Admin"/,
+    t.same(
+      (await page.getByRole('group', { name: 'Permissions' }).ariaSnapshot()).match(/- checkbox .*/g),
+      ['- checkbox "CanEvaluate" [checked]', '- checkbox "CanRead"', '- checkbox "CanWrite"', '- checkbox "Admin"'],
       'the accessibility tree: the four names alone',
     );
     await exactNames(t, [['textbox', 'Name'], ['combobox', 'Application'], ['combobox', 'Environment'], ['button', 'Create']]);
@@ -345,9 +345,9 @@ async function run(t: Test) {
     await page.getByRole('heading', { level: 1, name: 'search-v2' }).waitFor();
     await page.getByRole('button', { name: 'Add dependency' }).click();
     const parent = page.getByRole('combobox', { name: 'Parent flag 1', exact: true });
-    await parent.pressSequentially('che');
+    await parent.pressSequentially('checkout');
     await page.waitForFunction(() => [...document.querySelectorAll('datalist option')].map((o) => (o as HTMLOptionElement).value).join() === 'new-checkout');
-    t.pass('typing "che" suggests new-checkout');
+    t.pass('typing "checkout" suggests new-checkout');
     await parent.fill('no-such-parent');
     await page.getByRole('button', { name: 'Save details' }).click();
     t.match(await page.getByRole('form', { name: 'Details' }).getByRole('alert').innerText(), /no-such-parent/, 'the server refuses an unknown parent: said under the dependencies');

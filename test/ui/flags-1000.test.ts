@@ -72,7 +72,7 @@ async function run(t: Test) {
     const seen: string[] = [];
     const pager = page.getByRole('navigation', { name: 'Pages of flags' });
     for (let p = 1; p <= 20; p++) {
-      await page.getByText(`showing ${(p - 1) * PAGE + 1}–${p * PAGE}`).waitFor();
+      await page.getByText(`showing ${((p - 1) * PAGE + 1).toLocaleString('en-GB')}–${(p * PAGE).toLocaleString('en-GB')}`).waitFor();
       t.match(await pager.innerText(), new RegExp(`Page ${p} of 20`), `page ${p} of 20`);
       seen.push(...(await rowNames()));
       if (p < 20) await pager.getByRole('button', { name: 'Next page' }).click();

@@ -131,7 +131,7 @@ function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq:
       </main>
     );
   }
-  if (parts[0] === 'flags' && parts[1]) return <FlagPage name={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'flags' && parts[1]) return <FlagPage key={parts[1]} name={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'keys') return <KeysPage />;
   if (parts[0] === 'organization') return <OrganizationPage />;
   if (parts[0] === 'audit' && s.hasAudit) return <AuditPage flag={query.get('flag') ?? ''} />;

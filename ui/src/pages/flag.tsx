@@ -1,5 +1,5 @@
 /** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_FIELDS, gql, type Evaluation, type Flag } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
 import { BASE, navigate } from '../router';
@@ -10,13 +10,13 @@ import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './var
 
 const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-function DetailsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolean; onSaved: () => void }) {
+function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const [description, setDescription] = useState(flag.description ?? '');
   const [tags, setTags] = useState(flag.tags.join(', '));
   const [rows, setRows] = useState<VariantRow[]>(rowsOf(flag.variants));
   const [deps, setDeps] = useState(flag.dependencies.map((d) => ({ flag: d.flag, variants: (d.variants ?? []).join(', ') })));
   const [errors, setErrors] = useState<Record<string, string>>({});
-  const [status, setStatus] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(saved ?? null);
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -42,7 +42,7 @@ function DetailsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolea
     try {
       await gql('mutation($n: String!, $i: UpdateFlagInput!) { updateFlag(name: $n, input: $i) { name } }', { n: flag.name, i: input });
       setStatus('Details saved.');
-      onSaved();
+      onSaved('Details saved.');
     } catch (err) {
       const msg = messageOf(err);
       if (/^variants|variant/.test(msg)) setErrors({ variants: msg });
@@ -94,11 +94,11 @@ function DetailsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolea
   );
 }
 
-function EnvironmentsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolean; onSaved: () => void }) {
+function EnvironmentsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const s = useSession();
   const [chosen, setChosen] = useState<string[]>(flag.environments);
   const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(saved ?? null);
   const save = async (e: Event) => {
     e.preventDefault();
     setStatus(null);
@@ -106,7 +106,7 @@ function EnvironmentsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: b
     try {
       await gql('mutation($n: String!, $e: [String!]!) { updateFlagEnvironments(name: $n, environments: $e) { name } }', { n: flag.name, e: chosen });
       setStatus('Environments saved.');
-      onSaved();
+      onSaved('Environments saved.');
     } catch (err) {
       setError(messageOf(err));
     }
@@ -240,9 +240,21 @@ export function FlagPage({ name }: { name: string }) {
   const [extraClients, setExtraClients] = useState<{ stage: string; clientId: string }[]>([]);
   const [actionError, setActionError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
-  const refresh = () => {
+  /** What a form said before the page was redrawn with the saved flag (it starts afresh). */
+  const [saved, setSaved] = useState<{ details?: string; envs?: string }>({});
+  const redraw = useRef(false);
+  // After a change, the forms start afresh from the saved flag: once the reload has answered
+  // (starting them from the flag as it was would show the old values).
+  useEffect(() => {
+    if (redraw.current && data) {
+      redraw.current = false;
+      setVersion((v) => v + 1);
+    }
+  }, [data]);
+  const refresh = (said: { details?: string; envs?: string } = {}) => {
+    setSaved(said);
+    redraw.current = true;
     reload();
-    setVersion((v) => v + 1);
   };
   if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
   if (!data.flag) return <main id="main"><h1 tabIndex={-1}>{name}</h1><p class="error" role="alert">No flag is named {name}.</p><p><a href={BASE}>Go to the flags</a></p></main>;
@@ -311,8 +323,8 @@ export function FlagPage({ name }: { name: string }) {
         </div>
         <div class="side-col">
           <EvaluationPanel flag={flag} />
-          <DetailsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
-          <EnvironmentsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
+          <DetailsForm flag={flag} canWrite={canWrite} saved={saved.details} onSaved={(x) => refresh({ details: x })} />
+          <EnvironmentsForm flag={flag} canWrite={canWrite} saved={saved.envs} onSaved={(x) => refresh({ envs: x })} />
         </div>
       </div>
     </main>

@@ -3,7 +3,7 @@
  * on the server, with the total; per-stage state at a glance; and the "New flag" form. It never
  * loads every flag: an organization may hold 100,000.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/name-rules';
 import { flagPage, gql, isAborted, type Flag, type FlagConnection, type FlagFilter } from '../api';
 import { Field, Loading, messageOf } from '../components';
@@ -184,9 +184,10 @@ export function FlagsPage() {
       return n.q === v.q && n.application === v.application && n.type === v.type && n.show === v.show ? v : { ...n, cursors: [] };
     });
 
-  // One request per view: a newer view gives the older request up.
+  // One request per view: a newer view gives the older request up. A layout effect, so the request
+  // leaves right after the render, not after the browser has painted it (sign-in, each search).
   const after = view.cursors.length > 0 ? view.cursors[view.cursors.length - 1] : null;
-  useEffect(() => {
+  useLayoutEffect(() => {
     remember(view);
     const ctl = new AbortController();
     setBusy(true);

@@ -1,7 +1,7 @@
 /** The organization: environments and applications (add, rename, remove) and kill-switch rules. */
 import { useState } from 'preact/hooks';
 import { NAME_MSG, NAME_RE } from '../../../src/domain/name-rules';
-import { gql, type KillSwitchRule } from '../api';
+import { ApiError, gql, type KillSwitchRule } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad } from '../components';
 import { FlagNameInput } from '../flag-picker';
 import { useSession } from '../session';
@@ -156,7 +156,7 @@ function KillSwitch() {
                   const r = await gql<{ flag: { name: string } | null }>('query($n: String!) { flag(name: $n) { name } }', { n: flag });
                   if (!r.flag) return setFlagError(`No flag is named ${flag}.`);
                 } catch (err) {
-                  return setFlagError(messageOf(err));
+                  return setFlagError(err instanceof ApiError && err.code === 'NOT_FOUND' ? `No flag is named ${flag}.` : messageOf(err));
                 }
               }
               replace([...data.killSwitch, { ...rule, flag }], 'Rule added.');
