@@ -72,8 +72,6 @@ class Entry {
   }
 }
 
-const countKey = (type: string, archived: boolean): string => (archived ? 'a:' : 'l:') + type;
-
 /** The first index whose name is >= `name` (entries sorted by name, names unique). */
 function lowerBound(entries: readonly Entry[], name: string): number {
   let lo = 0;
@@ -95,7 +93,8 @@ function upperBound(entries: readonly Entry[], name: string): number {
 /** Flags sorted by name, with their counts by (type, archived). */
 class SortedFlags {
   readonly entries: Entry[];
-  private readonly counts = new Map<string, number>();
+  /** By type: [active flags, archived flags]. */
+  private readonly counts = new Map<string, [number, number]>();
 
   /** `entries` must be sorted by name and unique. */
   constructor(entries: Entry[]) {
@@ -108,10 +107,9 @@ class SortedFlags {
   }
 
   private count(e: Entry, delta: number): void {
-    const k = countKey(e.flag.type, e.flag.isArchived);
-    const n = (this.counts.get(k) ?? 0) + delta;
-    if (n === 0) this.counts.delete(k);
-    else this.counts.set(k, n);
+    let c = this.counts.get(e.flag.type);
+    if (c === undefined) this.counts.set(e.flag.type, (c = [0, 0]));
+    c[e.flag.isArchived ? 1 : 0] += delta;
   }
 
   /** Inserts `e`, or replaces the entry of the same name; returns the replaced one. */
@@ -142,10 +140,9 @@ class SortedFlags {
   countOf(type: string | null, archived: boolean | null): number {
     if (type === null && archived === null) return this.entries.length;
     let n = 0;
-    for (const [k, c] of this.counts) {
-      if (archived !== null && k.startsWith('a:') !== archived) continue;
-      if (type !== null && k.slice(2) !== type) continue;
-      n += c;
+    for (const [t, c] of this.counts) {
+      if (type !== null && t !== type) continue;
+      n += archived === null ? c[0] + c[1] : c[archived ? 1 : 0];
     }
     return n;
   }
@@ -172,9 +169,11 @@ export class FlagIndex {
   static build(flags: Iterable<Flag>): FlagIndex {
     const entries: Entry[] = [];
     for (const f of flags) entries.push(new Entry(f));
-    // Rows usually arrive nearly sorted (the store reads them `order by name`, in the database's
-    // collation), which the sort's run detection makes cheap.
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // Rows usually arrive sorted or nearly so (the store reads them `order by name`, in the
+    // database's collation): check first, and let the sort's run detection do the rest.
+    let sorted = true;
+    for (let i = 1; i < entries.length && sorted; i++) sorted = entries[i - 1].name < entries[i].name;
+    if (!sorted) entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return new FlagIndex(entries);
   }
 

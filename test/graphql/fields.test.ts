@@ -83,6 +83,20 @@ t.test('createFlag returns every Flag field; flag, flags, flagEnvironments read 
   const { configs: _c, ...withoutConfigs } = f;
   t.same(read.body.data?.flag, withoutConfigs, 'flag(name) answers what createFlag answered');
   t.same(read.body.data?.flagEnvironments, ['production']);
+
+  // Paging and search (CONTRACT.md 13; more in test/rest/flag-paging.test.ts).
+  const paged = await gql(n, admin, `{
+    p1: flagConnection(first: 1) { nodes { name } pageInfo { endCursor hasNextPage } totalCount }
+    p2: flagConnection(first: 1, after: "checkout") { nodes { name } pageInfo { endCursor hasNextPage } totalCount }
+    found: flags(first: 10, search: "NEW CHECK", application: "DEFAULT", type: "boolean", archived: false) { name }
+  }`);
+  t.same(paged.body, {
+    data: {
+      p1: { nodes: [{ name: 'checkout' }], pageInfo: { endCursor: 'checkout', hasNextPage: true }, totalCount: 2 },
+      p2: { nodes: [{ name: 'checkout-banner' }], pageInfo: { endCursor: 'checkout-banner', hasNextPage: false }, totalCount: 2 },
+      found: [{ name: 'checkout' }],
+    },
+  });
 });
 
 t.test('updateFlag, archiveFlag, restoreFlag, updateFlagEnvironments', async (t) => {
