@@ -126,7 +126,8 @@ async function run(t: Test) {
   const signInCold = cold.ms;
   t.same(await rowNames(), names.slice(0, PAGE), `the first page: the first ${PAGE} flags by name`);
   t.equal(await countText(), `${FLAGS.toLocaleString('en-GB')} flags, showing 1–${PAGE}`, 'the total: 100,000 flags');
-  t.match(await page.getByRole('navigation', { name: 'Pages of flags' }).innerText(), /Page 1 of 2,000/, 'page 1 of 2,000');
+  const pager = page.getByRole('navigation', { name: 'Pages of flags', exact: true });
+  t.match(await pager.innerText(), /Page 1 of 2,000/, 'page 1 of 2,000');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('Management key').waitFor();
   const warm = await signInTimed();
@@ -147,9 +148,13 @@ async function run(t: Test) {
   const nextMs = [await nextPage(), await nextPage()];
   t.same(await rowNames(), names.slice(2 * PAGE, 3 * PAGE), 'page 3 holds the flags after page 2');
   t.equal(await countText(), `${FLAGS.toLocaleString('en-GB')} flags, showing 101–150`);
-  await page.getByRole('button', { name: 'Previous page' }).click();
+  await pager.getByRole('button', { name: 'Previous page' }).click();
   await page.getByText('showing 51–100').waitFor();
   t.same(await rowNames(), names.slice(PAGE, 2 * PAGE), 'Previous page: page 2 again');
+  await page.mouse.move(0, 0);
+  await screenshot(page, 'flags-100k');
+  const v2 = await seriousViolations(page);
+  t.same(v2.map((x) => `${x.id}: ${x.help}`), [], 'axe: no serious or critical violation on page 2 of 2,000');
 
   // A search typed key by key; from the last keystroke to its rows and total on screen.
   const query = 'flag-4242';
@@ -181,10 +186,8 @@ async function run(t: Test) {
   );
   t.equal(await countText(), `${matches.length} of ${FLAGS.toLocaleString('en-GB')} flags`, `the search's total: ${matches.length} of 100,000`);
   t.same(await rowNames(), matches, 'the search shows exactly the matching flags');
-  await page.getByRole('searchbox', { name: 'Search flags' }).blur();
-  await screenshot(page, 'flags-100k');
   const v = await seriousViolations(page);
-  t.same(v.map((x) => `${x.id}: ${x.help}`), [], 'axe: no serious or critical violation at 100,000 flags');
+  t.same(v.map((x) => `${x.id}: ${x.help}`), [], 'axe: no serious or critical violation on a search at 100,000 flags');
 
   // Back from a flag page returns to the same search; its dependency picker searches the server.
   await page.getByRole('link', { name: matches[0], exact: true }).click();

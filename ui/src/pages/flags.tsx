@@ -111,6 +111,8 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
 
 /** Rows per page. */
 export const PAGE_SIZE = 50;
+/** A page this long also gets a pager below the list. */
+const BOTTOM_PAGER_ROWS = 20;
 /** Quiet time after the last keystroke before the search goes to the server. */
 const SEARCH_DELAY_MS = 150;
 const LIST_FIELDS = 'name project type isArchived tags description environments configs { stage clientId enabled }';
@@ -176,6 +178,7 @@ export function FlagsPage() {
   /** Unfiltered totals by "Show" choice, learnt from pages without search or filter. */
   const totals = useRef(new Map<Show, number>());
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const listTop = useRef<HTMLDivElement>(null);
 
   /** A new search or filter starts again at the first page (an unchanged one changes nothing). */
   const change = (next: Partial<Omit<View, 'cursors'>>) =>
@@ -239,6 +242,27 @@ export function FlagsPage() {
     return page.nodes.length > 0 && total > page.nodes.length ? `${what}, showing ${number(first)}–${number(first + page.nodes.length - 1)}` : what;
   })();
 
+  const paged = page !== undefined && (pageNo > 1 || page.pageInfo.hasNextPage);
+  /** Previous and next page; the one below the list also brings the top of the list into view. */
+  const pager = (where: 'top' | 'bottom') => {
+    const go = (cursors: string[]) => {
+      setView({ ...shownView, cursors });
+      if (where === 'bottom') listTop.current?.scrollIntoView();
+    };
+    const end = page?.pageInfo.endCursor ?? null;
+    return (
+      <nav class={`pager ${where}`} aria-label={where === 'top' ? 'Pages of flags' : 'Pages of flags, below the list'}>
+        <button type="button" disabled={pageNo === 1} onClick={() => go(shownView.cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <span>Page {number(pageNo)} of {number(pages)}</span>
+        <button type="button" disabled={!page?.pageInfo.hasNextPage || end === null} onClick={() => go([...shownView.cursors, end!])}>
+          Next page
+        </button>
+      </nav>
+    );
+  };
+
   return (
     <main id="main">
       <div class="title-row">
@@ -281,22 +305,12 @@ export function FlagsPage() {
       <Loading error={error ?? undefined} loading={!page && busy} />
       {page && (
         <>
-          <div class="list-head">
+          <div class="list-head" ref={listTop}>
             <p class="count" role="status">
               {count}
               {busy && <span class="muted"> (updating…)</span>}
             </p>
-            {(pageNo > 1 || page.pageInfo.hasNextPage) && (
-              <nav class="pager" aria-label="Pages of flags">
-                <button type="button" disabled={pageNo === 1} onClick={() => setView({ ...shownView, cursors: shownView.cursors.slice(0, -1) })}>
-                  Previous page
-                </button>
-                <span>Page {number(pageNo)} of {number(pages)}</span>
-                <button type="button" disabled={!page.pageInfo.hasNextPage || page.pageInfo.endCursor === null} onClick={() => setView({ ...shownView, cursors: [...shownView.cursors, page.pageInfo.endCursor!] })}>
-                  Next page
-                </button>
-              </nav>
-            )}
+            {paged && pager('top')}
           </div>
           {page.nodes.length > 0 && (
             <div class="table-wrap">
@@ -329,6 +343,7 @@ export function FlagsPage() {
               </table>
             </div>
           )}
+          {paged && page.nodes.length >= BOTTOM_PAGER_ROWS && pager('bottom')}
           {page.nodes.length === 0 && (
             <p>
               No flag matches.

@@ -161,8 +161,8 @@ function KillSwitch() {
               }
               replace([...data.killSwitch, { ...rule, flag }], 'Rule added.');
             }}>
-              <Field label="Kill flag" hint="Empty: any flag. Type to search the flags." error={flagError}>
-                {(p) => <FlagNameInput {...p} value={rule.flag ?? ''} placeholder="Any flag" onValue={(v) => setRule({ ...rule, flag: v || null })} />}
+              <Field label="Kill flag" error={flagError}>
+                {(p) => <FlagNameInput {...p} value={rule.flag ?? ''} placeholder="Any flag (type to search)" onValue={(v) => setRule({ ...rule, flag: v || null })} />}
               </Field>
               <Field label="In application">
                 {(p) => (
