@@ -164,6 +164,7 @@ t.test('flag list paging and search', async (t) => {
     // The permission comes first (403), like every management call.
     const evaluator = await makeKey(n, A, { permissions: ['CanEvaluate'], application: 'web' });
     expectProblem(t, await n.req('GET', '/api/flags?limit=0', { key: evaluator }), 403, 'FORBIDDEN', 'no CanRead');
+    expectProblem(t, await n.req('GET', '/api/flags?limit=1&limit=2', { key: evaluator }), 403, 'FORBIDDEN', 'no CanRead, a repeated parameter');
   });
 
   t.test('GraphQL: flags(...) equals REST; first out of range is BAD_REQUEST with the field null', async (t) => {

@@ -7,6 +7,7 @@
  * `eventStreams`), and a path alone when the request has no usable Host.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
+import { requirePermission } from '../../auth/permissions.js';
 import type { Incoming, Reply } from '../../http/exchange.js';
 import { queryObject } from '../../http/query.js';
 import type { Runtime } from '../../runtime.js';
@@ -21,6 +22,8 @@ const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 export const LIST_HEADERS = ['host'];
 
 export function listFlagsReply(rt: Runtime, auth: Authenticated, inc: Incoming): Reply {
+  // 403 before any 400, a repeated parameter included (the service checks it again).
+  requirePermission(auth.principal, 'CanRead');
   const params = queryObject(inc.query);
   const page = listFlagPage(auth, params);
   const headers: Record<string, string> = { 'x-total-count': String(page.total) };
