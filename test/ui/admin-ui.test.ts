@@ -36,6 +36,16 @@ async function run(t: Test) {
     await page.getByRole('button', { name: 'Sign in' }).click();
   };
   const text = (p: Page, sel: string) => p.locator(sel).innerText();
+  type Role = Parameters<Page['getByRole']>[0];
+  /**
+   * CONTRACT.md 12: each control has exactly this accessible name (case-sensitive, whole string;
+   * a hint belongs in the description, not the name).
+   */
+  const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
+    for (const [role, name] of controls) {
+      tt.ok((await scope.getByRole(role, { name, exact: true }).count()) > 0, `${role} named exactly "${name}"`);
+    }
+  };
 
   // Some flags for the list (and the screenshots).
   for (const [name, extra] of [
@@ -53,6 +63,8 @@ async function run(t: Test) {
     t.match(page.url(), /\/ui\/$/, '/ redirects to /ui/');
     await screenshot(page, 'sign-in');
     await axe(t, 'the sign-in page');
+    t.equal(await page.getByLabel('Management key', { exact: true }).count(), 1, 'a field labelled exactly "Management key"');
+    await exactNames(t, [['button', 'Sign in']]);
     await page.getByLabel('Management key').fill('not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     t.match(await page.getByRole('alert').innerText(), /64 lowercase hexadecimal characters/, 'a malformed key is refused before asking');
@@ -69,12 +81,14 @@ async function run(t: Test) {
     for (const name of ['Flags', 'Keys', 'Organization', 'Audit log']) {
       t.ok(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).isVisible(), `link ${name}`);
     }
-    t.ok(await page.getByRole('button', { name: 'Sign out' }).isVisible(), 'button Sign out');
+    t.ok(await page.getByRole('button', { name: 'Sign out', exact: true }).isVisible(), 'button Sign out');
     t.equal(await page.evaluate('Object.values(sessionStorage).join()'), n.adminKey, 'the key is in sessionStorage');
     t.equal(await page.evaluate('localStorage.length'), 0, 'nothing in localStorage');
     t.same(await b.context.cookies(), [], 'no cookie');
     t.notMatch(page.url(), n.adminKey, 'not in the URL');
     await page.getByRole('row', { name: /search-v2/ }).waitFor();
+    await exactNames(t, [['searchbox', 'Search flags'], ['button', 'New flag'], ['link', 'search-v2']]);
+    t.equal(await page.locator('.count').innerText(), '3 flags', 'the total (CONTRACT.md 13)');
     await axe(t, 'the flags list');
   });
 
@@ -84,6 +98,7 @@ async function run(t: Test) {
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     t.match(await page.getByRole('alert').first().innerText(), /must start with a letter or digit/, 'a bad name is refused next to the field');
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('new-checkout');
+    await exactNames(t, [['textbox', 'Name'], ['combobox', 'Application'], ['combobox', 'Type'], ['button', 'Create']]);
     t.equal(await page.getByRole('combobox', { name: 'Application', exact: true }).inputValue(), 'default');
     t.equal(await page.getByRole('combobox', { name: 'Type', exact: true }).inputValue(), 'boolean');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
@@ -94,6 +109,8 @@ async function run(t: Test) {
 
     const prod = page.getByRole('region', { name: 'Configuration production' });
     t.ok(await page.getByRole('region', { name: 'Configuration development' }).isVisible(), 'every environment shows its controls before a configuration exists');
+    await exactNames(t, [['switch', 'Enabled'], ['combobox', 'Default variant'], ['spinbutton', 'Rollout percentage'], ['button', 'Save']], page.getByRole('region', { name: 'Configuration development' }));
+    await exactNames(t, [['button', 'Archive']]);
     await prod.getByRole('switch', { name: 'Enabled' }).check();
     await prod.getByRole('combobox', { name: 'Default variant' }).selectOption('off');
     t.equal(await prod.getByRole('spinbutton', { name: 'Rollout percentage' }).inputValue(), '100');
@@ -127,6 +144,7 @@ async function run(t: Test) {
 
   await t.test('the evaluation panel shows variant, value and reason; a toggle changes it', async (t) => {
     const panel = page.getByRole('region', { name: 'Try an evaluation' });
+    await exactNames(t, [['textbox', 'User ID'], ['combobox', 'Stage'], ['textbox', 'Context (JSON)'], ['button', 'Evaluate']], panel);
     await panel.getByRole('textbox', { name: 'User ID' }).fill('user-42');
     await panel.getByRole('combobox', { name: 'Stage' }).selectOption('production');
     await panel.getByRole('textbox', { name: 'Context (JSON)' }).fill('{"country": ');
@@ -180,8 +198,21 @@ async function run(t: Test) {
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     await page.getByRole('button', { name: 'New key' }).click();
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('web-eval');
-    for (const p of ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin']) t.ok(await page.getByRole('checkbox', { name: p }).isVisible(), `checkbox ${p}`);
-    t.ok(await page.getByRole('checkbox', { name: 'CanEvaluate' }).isChecked(), 'CanEvaluate checked by default');
+    // CONTRACT.md 12, 13: a permission checkbox is named by the permission alone, its hint is its description.
+    const hints: Record<string, RegExp> = { CanEvaluate: /evaluate flags/, CanRead: /read flags/, CanWrite: /change flags/, Admin: /manage keys/ };
+    for (const [p, hint] of Object.entries(hints)) {
+      const box = page.getByRole('checkbox', { name: p, exact: true });
+      t.ok(await box.isVisible(), `checkbox named exactly "${p}"`);
+      const described = await box.getAttribute('aria-describedby');
+      t.match(described ? await page.locator(`#${described}`).innerText() : '', hint, `${p}: its hint is its description`);
+    }
+    t.same(
+      (await page.getByRole('group', { name: 'Permissions' }).ariaSnapshot()).match(/- checkbox .*/g),
+      ['- checkbox "CanEvaluate" [checked]', '- checkbox "CanRead"', '- checkbox "CanWrite"', '- checkbox "Admin"'],
+      'the accessibility tree: the four names alone',
+    );
+    await exactNames(t, [['textbox', 'Name'], ['combobox', 'Application'], ['combobox', 'Environment'], ['button', 'Create']]);
+    t.ok(await page.getByRole('checkbox', { name: 'CanEvaluate', exact: true }).isChecked(), 'CanEvaluate checked by default');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     t.match(await page.getByRole('alert').first().innerText(), /cannot evaluate; choose one/, 'CanEvaluate without an application is explained');
     await page.getByRole('combobox', { name: 'Application', exact: true }).selectOption('default');
@@ -191,6 +222,7 @@ async function run(t: Test) {
     const value = await page.getByRole('textbox', { name: 'Key value' }).inputValue();
     t.match(value, HEX64, 'the value is shown');
     t.ok(await page.getByRole('button', { name: 'Copy', exact: true }).isVisible(), 'with a copy button');
+    await exactNames(t, [['button', 'Rotate'], ['button', 'Disable'], ['button', 'Delete']], page.getByRole('row', { name: /web-eval/ }));
     await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: n.url });
     await page.getByRole('button', { name: 'Copy', exact: true }).click();
     await page.getByText('Copied to the clipboard.').waitFor();
@@ -228,7 +260,18 @@ async function run(t: Test) {
     t.equal((await n.req('GET', '/api/flags/new-checkout', { key: n.adminKey })).body.project, 'web', 'the flag moved with it');
     const keys = (await n.req('GET', '/api/keys', { key: n.adminKey })).body as { name: string; application: string | null }[];
     t.equal(keys.find((k) => k.name === 'web-eval')?.application, 'web', 'and the key scope');
-    await page.getByRole('combobox', { name: 'Kill flag' }).selectOption('dark-mode');
+    // The flag is typed, with suggestions searched on the server (no list of every flag).
+    const kill = page.getByRole('combobox', { name: 'Kill flag', exact: true });
+    await kill.pressSequentially('no-such-flag');
+    await page.getByRole('button', { name: 'Add kill-switch rule' }).click();
+    await page.getByText('No flag is named no-such-flag.').waitFor();
+    const killError = await kill.getAttribute('aria-describedby');
+    t.match(killError ?? '', /-err/, 'an unknown flag: said next to the field');
+    await kill.fill('');
+    await kill.pressSequentially('dark');
+    await page.waitForFunction(() => [...document.querySelectorAll('datalist option')].map((o) => (o as HTMLOptionElement).value).join() === 'dark-mode');
+    t.pass('typing "dark" suggests dark-mode');
+    await kill.fill('dark-mode');
     await page.getByRole('combobox', { name: 'In environment' }).selectOption('development');
     await page.getByRole('button', { name: 'Add kill-switch rule' }).click();
     await page.getByText('Off: flag dark-mode in every application in development').waitFor();
@@ -242,11 +285,38 @@ async function run(t: Test) {
     const row = page.getByRole('row', { name: /new-checkout/ });
     await row.waitFor();
     t.match(await row.innerText(), /new-checkout\s+web\s+boolean\s+not set\s+On/, 'application web, boolean, development not set, production On');
-    await page.getByRole('searchbox', { name: 'Search flags' }).fill('search');
-    await page.getByText('1 of 4 flags').waitFor();
-    t.pass('search filters the list');
-    await page.getByRole('searchbox', { name: 'Search flags' }).fill('');
-    await page.getByRole('searchbox', { name: 'Search flags' }).blur();
+    /** Waits until the list shows exactly these flags (answered, not updating) and this count. */
+    const shows = async (rows: string[], count: string) => {
+      await page.waitForFunction(
+        ([want, c]) =>
+          [...document.querySelectorAll('table.flags tbody th a')].map((a) => a.textContent).join() === want &&
+          document.querySelector('.count')?.textContent === c,
+        [rows.join(), count] as const,
+      );
+      t.pass(`the list shows ${rows.join(', ')} (${count})`);
+    };
+    const search = page.getByRole('searchbox', { name: 'Search flags' });
+    await search.fill('search');
+    await shows(['search-v2'], '1 of 4 flags');
+    await search.fill('MARKETING');
+    await shows(['pricing-banner'], '1 of 4 flags'); // a tag matches too, case-insensitively
+    await search.fill('colour');
+    await shows(['dark-mode'], '1 of 4 flags'); // and a description
+    await search.fill('');
+    await shows(['dark-mode', 'new-checkout', 'pricing-banner', 'search-v2'], '4 flags');
+    await page.getByRole('combobox', { name: 'Filter by type' }).selectOption('string');
+    await shows(['pricing-banner'], '1 of 4 flags');
+    await page.getByRole('combobox', { name: 'Filter by type' }).selectOption('');
+    await page.getByRole('combobox', { name: 'Filter by application' }).selectOption('web');
+    await shows(['dark-mode', 'new-checkout', 'pricing-banner', 'search-v2'], '4 of 4 flags');
+    await page.getByRole('combobox', { name: 'Filter by application' }).selectOption('');
+    await page.getByRole('combobox', { name: 'Show' }).selectOption('archived');
+    await shows([], '0 flags');
+    t.ok(await page.getByText('No flag matches.').isVisible(), 'no archived flag: said so');
+    await page.getByRole('combobox', { name: 'Show' }).selectOption('active');
+    await shows(['dark-mode', 'new-checkout', 'pricing-banner', 'search-v2'], '4 flags');
+    t.equal(await page.getByRole('navigation', { name: /^Pages of flags/ }).count(), 0, 'one page: no pager');
+    await search.blur();
     await screenshot(page, 'flags');
     await axe(t, 'the flags list');
   });
@@ -268,6 +338,30 @@ async function run(t: Test) {
     await page.getByRole('button', { name: 'Yes, delete' }).click();
     await page.getByRole('heading', { level: 1, name: 'Flags' }).waitFor();
     t.equal((await n.req('GET', '/api/flags/pricing-banner', { key: n.adminKey })).status, 404, 'deleted');
+  });
+
+  await t.test('a dependency: the parent is searched on the server; an unknown one refused in words', async (t) => {
+    await page.getByRole('link', { name: 'search-v2', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'search-v2' }).waitFor();
+    await page.getByRole('button', { name: 'Add dependency' }).click();
+    const parent = page.getByRole('combobox', { name: 'Parent flag 1', exact: true });
+    await parent.pressSequentially('checkout');
+    await page.waitForFunction(() => [...document.querySelectorAll('datalist option')].map((o) => (o as HTMLOptionElement).value).join() === 'new-checkout');
+    t.pass('typing "checkout" suggests new-checkout');
+    await parent.fill('no-such-parent');
+    await page.getByRole('button', { name: 'Save details' }).click();
+    t.match(await page.getByRole('form', { name: 'Details' }).getByRole('alert').innerText(), /no-such-parent/, 'the server refuses an unknown parent: said under the dependencies');
+    await parent.fill('new-checkout');
+    await page.getByRole('button', { name: 'Save details' }).click();
+    let deps: unknown[] = [];
+    for (let i = 0; i < 50 && deps.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      deps = (await n.req('GET', '/api/flags/search-v2', { key: n.adminKey })).body.dependencies ?? [];
+    }
+    t.same(deps, [{ flag: 'new-checkout', variants: null }], 'saved');
+    await page.getByRole('combobox', { name: 'Parent flag 1', exact: true }).waitFor();
+    t.equal(await page.getByRole('combobox', { name: 'Parent flag 1', exact: true }).inputValue(), 'new-checkout', 'shown after saving');
+    await axe(t, 'the flag page with a dependency');
   });
 
   await t.test('a scoped read key: what it cannot do is hidden; a 403 is shown in words', async (t) => {

@@ -57,22 +57,31 @@ export interface GqlResult<T> {
   errors: ApiError[];
 }
 
-/** Runs a GraphQL document; transport failures (401, 402, 429, 5xx) throw an ApiError. */
-export async function gqlPartial<T>(query: string, variables?: Record<string, unknown>, key = session.get()): Promise<GqlResult<T>> {
+/** A request given up by the UI (a newer search replaced it): callers ignore it. */
+export const isAborted = (err: unknown): boolean => err instanceof ApiError && err.code === 'ABORTED';
+
+/**
+ * Runs a GraphQL document; transport failures (401, 402, 429, 5xx) throw an ApiError. `signal`
+ * gives the request up (an ApiError with code ABORTED, see isAborted).
+ */
+export async function gqlPartial<T>(query: string, variables?: Record<string, unknown>, key = session.get(), signal?: AbortSignal): Promise<GqlResult<T>> {
   let res: Response;
   try {
     res = await fetch('/api/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', 'x-management-key': key ?? '' },
       body: JSON.stringify({ query, variables }),
+      signal,
     });
   } catch {
+    if (signal?.aborted) throw new ApiError('The request was given up.', 'ABORTED', 0);
     throw new ApiError('Cannot reach the Vexil server.', 'UNAVAILABLE', 0);
   }
   let body: { data?: T; errors?: GqlError[]; detail?: string; code?: string } = {};
   try {
     body = await res.json();
   } catch {
+    if (signal?.aborted) throw new ApiError('The request was given up.', 'ABORTED', 0);
     /* not JSON: handled below */
   }
   if (res.status !== 200) {
@@ -85,8 +94,8 @@ export async function gqlPartial<T>(query: string, variables?: Record<string, un
 }
 
 /** Runs a GraphQL document and throws the first error. */
-export async function gql<T>(query: string, variables?: Record<string, unknown>, key?: string): Promise<T> {
-  const r = await gqlPartial<T>(query, variables, key);
+export async function gql<T>(query: string, variables?: Record<string, unknown>, key?: string, signal?: AbortSignal): Promise<T> {
+  const r = await gqlPartial<T>(query, variables, key, signal);
   if (r.errors.length > 0) throw r.errors[0];
   return r.data;
 }
@@ -138,4 +147,56 @@ export function abilitiesOf(k: ManagementKey): Abilities {
     admin: p.has('Admin') && unscoped,
     orgSettings: p.has('CanWrite') && unscoped,
   };
+}
+
+// ---- pages of flags from the server (CONTRACT.md 13) -----------------------------------------
+
+/** Filters of `flagConnection`: absent or empty values do not filter. */
+export interface FlagFilter {
+  /** Case-insensitive substring of the name, description or a tag. */
+  search?: string;
+  application?: string;
+  type?: string;
+  /** true: archived flags only; false: active flags only; null or absent: both. */
+  archived?: boolean | null;
+}
+
+export interface FlagConnection<N> {
+  nodes: N[];
+  pageInfo: { endCursor: string | null; hasNextPage: boolean };
+  totalCount: number;
+}
+
+const CONNECTION_ARGS = 'first: $first, after: $after, search: $search, application: $application, type: $type, archived: $archived';
+const CONNECTION_VARS = '$first: Int!, $after: String, $search: String, $application: String, $type: String, $archived: Boolean';
+
+/** The GraphQL variables of a FlagFilter (empty strings become null: no filter). */
+export const filterVars = (f: FlagFilter) => ({
+  search: f.search?.trim() || null,
+  application: f.application || null,
+  type: f.type || null,
+  archived: f.archived ?? null,
+});
+
+/**
+ * One page of flags, sorted by name, with `fields` selected on each: the server filters, counts
+ * and pages (never every flag). `after` is the previous page's endCursor (null: the first page).
+ * `extra` adds fields to the same document (for example a second, unfiltered count).
+ */
+export async function flagPage<N>(
+  fields: string,
+  first: number,
+  after: string | null,
+  filter: FlagFilter,
+  signal?: AbortSignal,
+  extra: { fields: string; vars: string } = { fields: '', vars: '' },
+): Promise<{ flagConnection: FlagConnection<N> } & Record<string, unknown>> {
+  const r = await gql<{ flagConnection: FlagConnection<N> | null }>(
+    `query(${CONNECTION_VARS}${extra.vars}) { flagConnection(${CONNECTION_ARGS}) { nodes { ${fields} } pageInfo { endCursor hasNextPage } totalCount } ${extra.fields} }`,
+    { first, after, ...filterVars(filter) },
+    undefined,
+    signal,
+  );
+  if (r.flagConnection === null) throw new ApiError('The server did not answer the page of flags.', 'INTERNAL', 500);
+  return r as { flagConnection: FlagConnection<N> } & Record<string, unknown>;
 }

@@ -1,7 +1,7 @@
 /** The admin web UI: sign-in, the page frame and the page router. */
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { abilitiesOf, ApiError, gql, gqlPartial, KEY_FIELDS, onUnauthorized, session, type ManagementKey } from './api';
+import { abilitiesOf, ApiError, gqlPartial, KEY_FIELDS, onUnauthorized, session, type ManagementKey } from './api';
 import { Field, messageOf } from './components';
 import { BASE, navigate, onLinkClick, useLocation } from './router';
 import { SessionContext, useSession, type Session } from './session';
@@ -13,21 +13,27 @@ import { AuditPage } from './pages/audit';
 import { KEY_RE } from '../../src/domain/name-rules';
 
 interface OrgData {
+  viewer: ManagementKey | null;
   environments: string[] | null;
   applications: string[] | null;
   __type: { fields: { name: string }[] } | null;
 }
 
+/**
+ * Who the key is and the organization's names, in one request (sign-in is on the way to the first
+ * page of flags). Environments and applications need CanRead: a key without it still signs in.
+ * Nothing here grows with the number of flags.
+ */
 async function loadSession(key: string): Promise<Omit<Session, 'refreshOrg'>> {
-  const { viewer } = await gql<{ viewer: ManagementKey }>(`{ viewer { ${KEY_FIELDS} } }`, undefined, key);
-  // Environments and applications need CanRead; a key without it still signs in.
-  const org = await gqlPartial<OrgData>('{ environments applications __type(name: "Query") { fields { name } } }', undefined, key);
+  const r = await gqlPartial<OrgData>(`{ viewer { ${KEY_FIELDS} } environments applications __type(name: "Query") { fields { name } } }`, undefined, key);
+  const viewer = r.data.viewer;
+  if (!viewer) throw r.errors[0] ?? new ApiError('The server did not say who this key is.', 'INTERNAL', 500);
   return {
     viewer,
     can: abilitiesOf(viewer),
-    environments: org.data.environments ?? [],
-    applications: org.data.applications ?? [],
-    hasAudit: org.data.__type?.fields.some((f) => f.name === 'auditLog') ?? false,
+    environments: r.data.environments ?? [],
+    applications: r.data.applications ?? [],
+    hasAudit: r.data.__type?.fields.some((f) => f.name === 'auditLog') ?? false,
   };
 }
 
@@ -114,7 +120,7 @@ function Nav({ s, path, onSignOut }: { s: Session; path: string; onSignOut: () =
   );
 }
 
-function Page({ path, query }: { path: string; query: URLSearchParams }) {
+function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq: number }) {
   const s = useSession();
   const parts = path.split('/').filter(Boolean);
   if (!s.can.read && parts[0] !== 'keys') {
@@ -125,11 +131,13 @@ function Page({ path, query }: { path: string; query: URLSearchParams }) {
       </main>
     );
   }
-  if (parts[0] === 'flags' && parts[1]) return <FlagPage name={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'flags' && parts[1]) return <FlagPage key={parts[1]} name={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'keys') return <KeysPage />;
   if (parts[0] === 'organization') return <OrganizationPage />;
   if (parts[0] === 'audit' && s.hasAudit) return <AuditPage flag={query.get('flag') ?? ''} />;
-  if (parts.length === 0 || parts[0] === 'flags') return <FlagsPage />;
+  // Keyed by the navigation: each visit starts from its URL and history entry (back returns to the
+  // page, search and filters the person left).
+  if (parts.length === 0 || parts[0] === 'flags') return <FlagsPage key={seq} />;
   return (
     <main id="main">
       <h1>Page not found</h1>
@@ -192,7 +200,7 @@ function App() {
       </a>
       <Nav s={full} path={loc.path} onSignOut={() => signOut('You are signed out. The key was removed from this tab.')} />
       <div ref={mainRef} class="page">
-        <Page path={loc.path} query={loc.query} />
+        <Page path={loc.path} query={loc.query} seq={loc.seq} />
       </div>
     </SessionContext.Provider>
   );

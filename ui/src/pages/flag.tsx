@@ -1,21 +1,22 @@
 /** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_FIELDS, gql, type Evaluation, type Flag } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
 import { BASE, navigate } from '../router';
 import { useSession } from '../session';
 import { ConfigEditor } from './config';
+import { FlagNameInput } from '../flag-picker';
 import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
 
 const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWrite: boolean; allFlags: string[]; onSaved: () => void }) {
+function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const [description, setDescription] = useState(flag.description ?? '');
   const [tags, setTags] = useState(flag.tags.join(', '));
   const [rows, setRows] = useState<VariantRow[]>(rowsOf(flag.variants));
   const [deps, setDeps] = useState(flag.dependencies.map((d) => ({ flag: d.flag, variants: (d.variants ?? []).join(', ') })));
   const [errors, setErrors] = useState<Record<string, string>>({});
-  const [status, setStatus] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(saved ?? null);
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -24,7 +25,8 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
     const errs: Record<string, string> = {};
     if (!v.ok) errs.variants = v.error;
     deps.forEach((d, i) => {
-      if (!d.flag) errs[`dependencies[${i}]`] = 'Choose a parent flag.';
+      if (!d.flag.trim()) errs[`dependencies[${i}]`] = 'Enter the name of a parent flag.';
+      else if (d.flag.trim() === flag.name) errs[`dependencies[${i}]`] = 'A flag cannot depend on itself.';
     });
     setErrors(errs);
     if (!v.ok || Object.keys(errs).length > 0) return;
@@ -34,13 +36,13 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
       variants: v.variants,
       dependencies: deps.map((d) => {
         const variants = d.variants.split(',').map((x) => x.trim()).filter(Boolean);
-        return { flag: d.flag, variants: variants.length > 0 ? variants : null };
+        return { flag: d.flag.trim(), variants: variants.length > 0 ? variants : null };
       }),
     };
     try {
       await gql('mutation($n: String!, $i: UpdateFlagInput!) { updateFlag(name: $n, input: $i) { name } }', { n: flag.name, i: input });
       setStatus('Details saved.');
-      onSaved();
+      onSaved('Details saved.');
     } catch (err) {
       const msg = messageOf(err);
       if (/^variants|variant/.test(msg)) setErrors({ variants: msg });
@@ -68,13 +70,8 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
           <p class="hint">This flag only takes effect for a user when each parent flag is on for them (optionally: with one of the listed variants).</p>
           {deps.map((d, i) => (
             <div class="row" key={i}>
-              <Field label={`Parent flag ${i + 1}`} error={errors[`dependencies[${i}]`]}>
-                {(p) => (
-                  <select {...p} value={d.flag} onChange={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, flag: e.currentTarget.value } : x)))}>
-                    <option value="">(choose)</option>
-                    {allFlags.filter((f) => f !== flag.name).map((f) => <option key={f}>{f}</option>)}
-                  </select>
-                )}
+              <Field label={`Parent flag ${i + 1}`} hint="Type to search the flags." error={errors[`dependencies[${i}]`]}>
+                {(p) => <FlagNameInput {...p} value={d.flag} exclude={flag.name} onValue={(v) => setDeps(deps.map((x, j) => (j === i ? { ...x, flag: v } : x)))} />}
               </Field>
               <Field label={`Required variants of parent ${i + 1}`} hint="Optional, separated by commas." class="grow">
                 {(p) => <input {...p} value={d.variants} onInput={(e) => setDeps(deps.map((x, j) => (j === i ? { ...x, variants: e.currentTarget.value } : x)))} />}
@@ -97,11 +94,11 @@ function DetailsForm({ flag, canWrite, allFlags, onSaved }: { flag: Flag; canWri
   );
 }
 
-function EnvironmentsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: boolean; onSaved: () => void }) {
+function EnvironmentsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const s = useSession();
   const [chosen, setChosen] = useState<string[]>(flag.environments);
   const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(saved ?? null);
   const save = async (e: Event) => {
     e.preventDefault();
     setStatus(null);
@@ -109,7 +106,7 @@ function EnvironmentsForm({ flag, canWrite, onSaved }: { flag: Flag; canWrite: b
     try {
       await gql('mutation($n: String!, $e: [String!]!) { updateFlagEnvironments(name: $n, environments: $e) { name } }', { n: flag.name, e: chosen });
       setStatus('Environments saved.');
-      onSaved();
+      onSaved('Environments saved.');
     } catch (err) {
       setError(messageOf(err));
     }
@@ -237,17 +234,30 @@ export function FlagPage({ name }: { name: string }) {
   const s = useSession();
   const [version, setVersion] = useState(0);
   const { data, error, loading, reload } = useLoad(
-    () => gql<{ flag: Flag; flags: { name: string }[] }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } flags { name } }`, { n: name }),
+    () => gql<{ flag: Flag }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } }`, { n: name }),
     [name],
   );
   const [extraClients, setExtraClients] = useState<{ stage: string; clientId: string }[]>([]);
   const [actionError, setActionError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
-  const refresh = () => {
+  /** What a form said before the page was redrawn with the saved flag (it starts afresh). */
+  const [saved, setSaved] = useState<{ details?: string; envs?: string }>({});
+  const redraw = useRef(false);
+  // After a change, the forms start afresh from the saved flag: once the reload has answered
+  // (starting them from the flag as it was would show the old values).
+  useEffect(() => {
+    if (redraw.current && data) {
+      redraw.current = false;
+      setVersion((v) => v + 1);
+    }
+  }, [data]);
+  const refresh = (said: { details?: string; envs?: string } = {}) => {
+    setSaved(said);
+    redraw.current = true;
     reload();
-    setVersion((v) => v + 1);
   };
   if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
+  if (!data.flag) return <main id="main"><h1 tabIndex={-1}>{name}</h1><p class="error" role="alert">No flag is named {name}.</p><p><a href={BASE}>Go to the flags</a></p></main>;
   const flag = data.flag;
   const canWrite = s.can.write && (s.viewer.application === null || sameName(s.viewer.application, flag.project));
   const canWriteStage = (st: string) => canWrite && (s.viewer.environment === null || sameName(s.viewer.environment, st));
@@ -313,8 +323,8 @@ export function FlagPage({ name }: { name: string }) {
         </div>
         <div class="side-col">
           <EvaluationPanel flag={flag} />
-          <DetailsForm flag={flag} canWrite={canWrite} allFlags={data.flags.map((f) => f.name)} onSaved={refresh} />
-          <EnvironmentsForm flag={flag} canWrite={canWrite} onSaved={refresh} />
+          <DetailsForm flag={flag} canWrite={canWrite} saved={saved.details} onSaved={(x) => refresh({ details: x })} />
+          <EnvironmentsForm flag={flag} canWrite={canWrite} saved={saved.envs} onSaved={(x) => refresh({ envs: x })} />
         </div>
       </div>
     </main>

@@ -67,10 +67,18 @@ function NewKeyForm({ onCreated, onCancel }: { onCreated: (name: string, value: 
         <legend>Permissions</legend>
         <div class="checks">
           {PERMISSIONS.map(([p, what]) => (
-            <label key={p}>
-              <input type="checkbox" checked={perms.includes(p)} onChange={(e) => setPerms(e.currentTarget.checked ? [...perms, p] : perms.filter((x) => x !== p))} /> {p}
-              <span class="hint"> {what}</span>
-            </label>
+            // The accessible name is the permission alone (CONTRACT.md 12, 13); the hint is its description.
+            <span class="check" key={p}>
+              <input
+                type="checkbox"
+                id={`perm-${p}`}
+                aria-describedby={`perm-${p}-hint`}
+                checked={perms.includes(p)}
+                onChange={(e) => setPerms(e.currentTarget.checked ? [...perms, p] : perms.filter((x) => x !== p))}
+              />
+              <label for={`perm-${p}`}>{p}</label>
+              <span class="hint" id={`perm-${p}-hint`}>{what}</span>
+            </span>
           ))}
         </div>
         {errors.permissions && <p class="error" id="perm-err" role="alert">{errors.permissions}</p>}

@@ -1,8 +1,9 @@
 /** The organization: environments and applications (add, rename, remove) and kill-switch rules. */
 import { useState } from 'preact/hooks';
 import { NAME_MSG, NAME_RE } from '../../../src/domain/name-rules';
-import { gql, type KillSwitchRule } from '../api';
+import { ApiError, gql, type KillSwitchRule } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad } from '../components';
+import { FlagNameInput } from '../flag-picker';
 import { useSession } from '../session';
 
 type ListKind = 'environments' | 'applications';
@@ -105,9 +106,10 @@ function NameList({ kind, title, hint }: { kind: ListKind; title: string; hint: 
 
 function KillSwitch() {
   const s = useSession();
-  const { data, error, loading, reload } = useLoad(() => gql<{ killSwitch: KillSwitchRule[]; flags: { name: string }[] }>('{ killSwitch { flag application environment } flags { name } }'), []);
+  const { data, error, loading, reload } = useLoad(() => gql<{ killSwitch: KillSwitchRule[] }>('{ killSwitch { flag application environment } }'), []);
   const [rule, setRule] = useState<KillSwitchRule>({ flag: null, application: null, environment: null });
   const [formError, setFormError] = useState<string | null>(null);
+  const [flagError, setFlagError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
   const replace = async (rules: KillSwitchRule[], done: string) => {
     setFormError(null);
@@ -142,18 +144,25 @@ function KillSwitch() {
             </ul>
           )}
           {s.can.orgSettings && (
-            <form class="row end" novalidate onSubmit={(e) => {
+            <form class="row end" novalidate onSubmit={async (e) => {
               e.preventDefault();
-              if (!rule.flag && !rule.application && !rule.environment) return setFormError('A rule with no flag, application or environment would turn off every flag. Choose at least one.');
-              replace([...data.killSwitch, rule], 'Rule added.');
+              setFlagError(null);
+              setFormError(null);
+              const flag = rule.flag?.trim() || null;
+              if (!flag && !rule.application && !rule.environment) return setFormError('A rule with no flag, application or environment would turn off every flag. Choose at least one.');
+              if (flag) {
+                // The name is typed (with suggestions): check that the flag exists before adding.
+                try {
+                  const r = await gql<{ flag: { name: string } | null }>('query($n: String!) { flag(name: $n) { name } }', { n: flag });
+                  if (!r.flag) return setFlagError(`No flag is named ${flag}.`);
+                } catch (err) {
+                  return setFlagError(err instanceof ApiError && err.code === 'NOT_FOUND' ? `No flag is named ${flag}.` : messageOf(err));
+                }
+              }
+              replace([...data.killSwitch, { ...rule, flag }], 'Rule added.');
             }}>
-              <Field label="Kill flag">
-                {(p) => (
-                  <select {...p} value={rule.flag ?? ''} onChange={(e) => setRule({ ...rule, flag: e.currentTarget.value || null })}>
-                    <option value="">Any flag</option>
-                    {data.flags.map((f) => <option key={f.name}>{f.name}</option>)}
-                  </select>
-                )}
+              <Field label="Kill flag" error={flagError}>
+                {(p) => <FlagNameInput {...p} value={rule.flag ?? ''} placeholder="Any flag (type to search)" onValue={(v) => setRule({ ...rule, flag: v || null })} />}
               </Field>
               <Field label="In application">
                 {(p) => (
