@@ -26,6 +26,7 @@ import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
 import { RateLimiter } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
+import { flagIndexOf } from '../snapshots/flag-index.js';
 import { SnapshotRegistry } from '../snapshots/registry.js';
 import type { Database } from '../storage/database.js';
 import { migrate } from '../storage/migrate.js';
@@ -152,7 +153,12 @@ export class ManagementActorThread {
         flags: (orgId) => listFlags(db, orgId),
         orgConfigs: (orgId) => listOrgConfigs(db, orgId),
       });
-      snapshots.onChange((orgId, snap) => this.wake(orgId, snap?.org.version ?? Number.MAX_SAFE_INTEGER));
+      snapshots.onChange((orgId, snap, touches) => {
+        // The flag list's index (snapshots/flag-index.ts) is built here, off the first request's
+        // path, whenever an organization is loaded whole; one-flag changes update it in place.
+        if (snap !== null && touches === 'all') flagIndexOf(snap);
+        this.wake(orgId, snap?.org.version ?? Number.MAX_SAFE_INTEGER);
+      });
       this.rt = {
         config,
         db,
