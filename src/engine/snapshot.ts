@@ -80,6 +80,10 @@ export interface CompiledFlag {
 
 export interface OrgSnapshot {
   org: Organization;
+  /**
+   * By flag name. A flag added or replaced in place goes through `putFlag` (snapshot-stats.ts),
+   * which keeps the snapshot's list maxima an upper bound.
+   */
   flags: Map<string, CompiledFlag>;
 }
 

@@ -66,6 +66,9 @@ export function graphqlRoutes(rt: Runtime): Route[] {
     maxDepth: rt.config.graphqlMaxDepth,
     maxEvaluations: rt.config.graphqlMaxEvaluations,
     maxFields: rt.config.graphqlMaxFields,
+    maxMutations: rt.config.graphqlMaxMutations,
+    maxResult: rt.config.graphqlMaxResult,
+    maxAnswerBytes: rt.config.maxAnswerBytes,
     context: rt.config.contextLimits,
   });
   return [
@@ -82,7 +85,7 @@ export function graphqlRoutes(rt: Runtime): Route[] {
           return { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS };
         }
         const req = parseGraphQLRequest(jsonObjectBody(inc));
-        return { status: 200, raw: await executor.execute(rt, auth, req), headers: JSON_HEADERS };
+        return { status: 200, raw: await executor.answer(rt, auth, req), headers: JSON_HEADERS };
       },
     },
   ];

@@ -11,11 +11,14 @@ import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { VexilError } from '../domain/errors.js';
 import { JsonDepthScanner, jsonDeeperThan } from '../domain/validation/json-depth.js';
+import { AnswerTooLargeError, boundedJson } from '../util/bounded-json.js';
 import type { Logger } from '../util/log.js';
 import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 import type { Route } from './router.js';
 
 export const MAX_BODY_BYTES = 1 << 20;
+/** `VEXIL_MAX_ANSWER_BYTES` default: 256 MiB (CONTRACT.md 13). */
+export const DEFAULT_MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 export interface Incoming {
   /** 'GET', 'POST', … (upper case). */
@@ -52,8 +55,17 @@ export interface StreamSink {
 
 export interface Reply {
   status: number;
-  /** JSON-serialised unless `raw` is set; absent for 204 and 304. */
+  /**
+   * JSON-serialised unless `raw` is set; absent for 204 and 304. Serialised with `boundedJson`
+   * (src/util/bounded-json.ts): an answer past `ExchangeContext.maxAnswerBytes` is refused with
+   * 400 naming the way to page, never built whole.
+   */
   body?: unknown;
+  /**
+   * The body is known to be small (an evaluation answer, an error): plain `JSON.stringify`, the
+   * hot path's fastest, without the size bound.
+   */
+  small?: boolean;
   raw?: string | Buffer;
   headers?: Record<string, string>;
   /** A streamed answer (server-sent events): called once status and headers are written. */
@@ -107,7 +119,12 @@ export class ExchangeContext {
   private readonly idPrefix = randomBytes(4).toString('hex') + '-';
   private seq = 0;
 
-  constructor(log: Logger, private readonly observer: ExchangeObserver | null = null) {
+  constructor(
+    log: Logger,
+    private readonly observer: ExchangeObserver | null = null,
+    /** `VEXIL_MAX_ANSWER_BYTES`: the largest body `sendReply` serialises (CONTRACT.md 13). */
+    readonly maxAnswerBytes = DEFAULT_MAX_ANSWER_BYTES,
+  ) {
     this.log = log.child({ component: 'http' });
   }
 
@@ -186,8 +203,34 @@ export function errorReply(err: VexilError, extraHeaders?: Record<string, string
   const problem = toProblem(err);
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders };
   if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
-  return { status: problem.status, body: problem, headers };
+  return { status: problem.status, body: problem, headers, small: true };
 }
+
+/** How to ask a route for less, by route pattern (REST paging, CONTRACT.md 13). */
+const PAGING_HINTS: Record<string, string> = {
+  '/api/flags': 'page with ?limit= (1-1000) and ?after= (the last flag name of the previous page)',
+  '/api/audit': 'page with ?limit= and ?before= (the last event id of the previous page)',
+};
+
+/**
+ * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (CONTRACT.md 13): it names the bound and
+ * the way to page. `pattern`: the route's.
+ */
+export function answerTooLargeError(limit: number, pattern: string | null): VexilError {
+  const hint = (pattern !== null ? PAGING_HINTS[pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
+  return new VexilError('BAD_REQUEST', `The answer would be larger than VEXIL_MAX_ANSWER_BYTES (${limit} bytes); ${hint}`);
+}
+
+/** A refused answer keeps only its CORS headers. */
+function tooLargeReply(reply: Reply, limit: number, route: Route | null): Reply {
+  const cors: Record<string, string> = {};
+  for (const [k, v] of Object.entries(reply.headers ?? {})) if (k.startsWith('access-control-') || k === 'vary') cors[k] = v;
+  return errorReply(answerTooLargeError(limit, route?.pattern ?? null), cors);
+}
+
+/** Whether `err` is V8 failing to build a string or buffer that large (any answer assembled whole). */
+export const isSizeRangeError = (err: unknown): boolean =>
+  err instanceof RangeError && /Invalid string length|Array buffer allocation failed|Invalid typed array length/i.test(err.message);
 
 /**
  * Writes `reply` through `w` (unless the client has gone away), records it (`ExchangeContext.observe`,
@@ -196,6 +239,20 @@ export function errorReply(err: VexilError, extraHeaders?: Record<string, string
 export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply, close = false, route: Route | null = null): void {
   try {
     if (w.aborted) return;
+    let body: string | Buffer | null = null;
+    if (reply.stream === undefined && reply.status !== 204 && reply.status !== 304) {
+      if (reply.raw !== undefined) body = reply.raw;
+      else if (reply.small === true) body = JSON.stringify(reply.body ?? null);
+      else {
+        try {
+          body = boundedJson(reply.body ?? null, ctx.maxAnswerBytes) ?? 'null';
+        } catch (err) {
+          if (!(err instanceof AnswerTooLargeError)) throw err;
+          reply = tooLargeReply(reply, ctx.maxAnswerBytes, route);
+          body = JSON.stringify(reply.body);
+        }
+      }
+    }
     ctx.observe(route, w, reply.status);
     if (reply.stream !== undefined) {
       const sink = w.open(reply.status, reply.headers);
@@ -205,9 +262,7 @@ export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply,
       return;
     }
     let headers = reply.headers;
-    let body: string | Buffer | null = null;
-    if (reply.status !== 204 && reply.status !== 304) {
-      body = reply.raw ?? JSON.stringify(reply.body ?? null);
+    if (body !== null) {
       if (headers === undefined) headers = JSON_CONTENT;
       else if (headers['content-type'] === undefined) headers = { ...headers, 'content-type': 'application/json' };
     }
@@ -220,7 +275,8 @@ export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply,
 const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'application/json' }) as Record<string, string>;
 
 function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
-  const ve = asVexilError(err);
+  // An answer a handler assembled whole and V8 could not hold: too large, the client's to page.
+  const ve = isSizeRangeError(err) ? answerTooLargeError(ctx.maxAnswerBytes, route?.pattern ?? null) : asVexilError(err);
   if (ve.code === 'INTERNAL') ctx.log.error('unexpected error', { reqId: w.requestId, route: route?.pattern, err: (ve.cause ?? ve) as Error });
   return route?.onError ? route.onError(ve) : errorReply(ve);
 }
