@@ -4,8 +4,8 @@
  * configuration's rules, a rule's conditions and allocations). The GraphQL result estimate
  * (src/graphql/result-estimate.ts, CONTRACT.md 13) multiplies with them.
  *
- * Cheap to keep: computed once per snapshot object, on first use (one pass over its flags), and
- * then only raised by `putFlag` when a one-flag change replaces a flag in place (the cost of that
+ * Cheap to keep: computed while `buildSnapshot` compiles the flags (or, for a snapshot built some
+ * other way, once on first use: one pass over its flags, ~25 ms for 100,000), and then only raised by `putFlag` when a one-flag change replaces a flag in place (the cost of that
  * flag's own lists, never a scan of the organization). A deletion or a shrinking flag leaves a
  * maximum where it was: it stays an upper bound, which is all the estimate needs, until the next
  * full reload builds a new snapshot object (and its maxima afresh).
@@ -32,7 +32,8 @@ export interface ListMaxima {
 
 const maxima = new WeakMap<OrgSnapshot, ListMaxima>();
 
-const none = (): ListMaxima => ({
+/** Maxima of no flag at all. */
+export const noMaxima = (): ListMaxima => ({
   variants: 0,
   tags: 0,
   environments: 0,
@@ -70,11 +71,16 @@ export function raiseMaxima(m: ListMaxima, cf: CompiledFlag): void {
 export function listMaxima(snap: OrgSnapshot): ListMaxima {
   let m = maxima.get(snap);
   if (m === undefined) {
-    m = none();
+    m = noMaxima();
     for (const cf of snap.flags.values()) raiseMaxima(m, cf);
     maxima.set(snap, m);
   }
   return m;
+}
+
+/** Records maxima computed while the snapshot was built (buildSnapshot raises them flag by flag). */
+export function keepMaxima(snap: OrgSnapshot, m: ListMaxima): void {
+  maxima.set(snap, m);
 }
 
 /**
