@@ -16,7 +16,8 @@
  *   with the snapshot's statistics (`resultStats`) and the request's variables.
  *
  * A field's value count is `length × (constant + Σ children)`, `length` being 1 for a field that
- * is not a list. List lengths (`LIST_LENGTHS`, docs/limits.md):
+ * is not a list, and at least 1: a field that answers null (a missing flag, a failed field) is one
+ * value, an empty list none, but which one a field answers is not known before it runs. List lengths (`LIST_LENGTHS`, docs/limits.md):
  *
  * - `Query.flags`, `FlagConnection.nodes`: the organization's flags (every flag, not only those
  *   the key can see: an upper bound);
@@ -216,12 +217,12 @@ const isFixed = (n: ShapeNode): boolean =>
 
 /** A node's value count when `isFixed`. */
 function fixedValue(n: ShapeNode): number {
-  if (n.length === null) return n.constant;
+  if (n.length === null) return Math.max(1, n.constant);
   let len = n.length as number;
   const f = n.first !== null && 'lit' in n.first ? n.first.lit : null;
   const page = f ?? n.defaultFirst;
   if (page !== null && page < len) len = Math.max(0, page);
-  return len ** n.levels * n.constant;
+  return Math.max(1, len ** n.levels * n.constant);
 }
 
 class ShapeBuilder {
@@ -329,6 +330,7 @@ export function resultShape(schema: GraphQLSchema, doc: DocumentNode, op: Operat
     growth = mutationGrowth(op, doc);
     for (const v of op.variableDefinitions ?? []) if (v.defaultValue !== undefined) growth += literalListItems(v.defaultValue);
   }
+  // The root is the response's `data` object, not a field: its constant is what it holds.
   return { root, fixed: isFixed(root) ? root.constant : null, mutation, growth };
 }
 
@@ -418,11 +420,11 @@ function boundValue(b: Bound | null, vars: Record<string, unknown>): number | nu
 function nodeValue(n: ShapeNode, stats: ResultStats, vars: Record<string, unknown>, growth: number): number {
   let per = n.constant;
   for (const c of n.children) per += nodeValue(c, stats, vars, growth);
-  if (n.length === null) return per;
+  if (n.length === null) return Math.max(1, per);
   let len = typeof n.length === 'number' ? n.length : stats[n.length] + growth;
   const page = boundValue(n.first, vars) ?? n.defaultFirst;
   if (page !== null && page < len) len = Math.max(0, page);
-  return len ** n.levels * per;
+  return Math.max(1, len ** n.levels * per);
 }
 
 /**
@@ -432,7 +434,9 @@ function nodeValue(n: ShapeNode, stats: ResultStats, vars: Record<string, unknow
 export function estimateResult(shape: ResultShape, stats: ResultStats, variables: Record<string, unknown> | null): number {
   if (shape.fixed !== null) return shape.fixed;
   const growth = shape.mutation ? shape.growth + variableListItems(variables) : 0;
-  return nodeValue(shape.root, stats, variables ?? {}, growth);
+  let total = shape.root.constant;
+  for (const c of shape.root.children) total += nodeValue(c, stats, variables ?? {}, growth);
+  return total;
 }
 
 /** The refusal's message: the estimate and the limit, and how to ask for less. */
