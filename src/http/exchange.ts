@@ -214,18 +214,20 @@ const PAGING_HINTS: Record<string, string> = {
 
 /**
  * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (CONTRACT.md 13): it names the bound and
- * the way to page. `pattern`: the route's.
+ * the way to page.
  */
-export function answerTooLargeError(limit: number, pattern: string | null): VexilError {
-  const hint = (pattern !== null ? PAGING_HINTS[pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
-  return new VexilError('BAD_REQUEST', `The answer would be larger than VEXIL_MAX_ANSWER_BYTES (${limit} bytes); ${hint}`);
+export function answerTooLargeError(limit: number, route: Route | null): VexilError {
+  const hint = (route !== null ? PAGING_HINTS[route.pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
+  // A write's answer echoes what it wrote: refused only under a bound set below a request body.
+  const done = route !== null && route.method !== 'get' ? " (the request's change was made: only its answer is refused)" : '';
+  return new VexilError('BAD_REQUEST', `The answer would be larger than VEXIL_MAX_ANSWER_BYTES (${limit} bytes)${done}; ${hint}`);
 }
 
 /** A refused answer keeps only its CORS headers. */
 function tooLargeReply(reply: Reply, limit: number, route: Route | null): Reply {
   const cors: Record<string, string> = {};
   for (const [k, v] of Object.entries(reply.headers ?? {})) if (k.startsWith('access-control-') || k === 'vary') cors[k] = v;
-  return errorReply(answerTooLargeError(limit, route?.pattern ?? null), cors);
+  return errorReply(answerTooLargeError(limit, route), cors);
 }
 
 /** Whether `err` is V8 failing to build a string or buffer that large (any answer assembled whole). */
@@ -276,7 +278,7 @@ const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'ap
 
 function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
   // An answer a handler assembled whole and V8 could not hold: too large, the client's to page.
-  const ve = isSizeRangeError(err) ? answerTooLargeError(ctx.maxAnswerBytes, route?.pattern ?? null) : asVexilError(err);
+  const ve = isSizeRangeError(err) ? answerTooLargeError(ctx.maxAnswerBytes, route) : asVexilError(err);
   if (ve.code === 'INTERNAL') ctx.log.error('unexpected error', { reqId: w.requestId, route: route?.pattern, err: (ve.cause ?? ve) as Error });
   return route?.onError ? route.onError(ve) : errorReply(ve);
 }
