@@ -53,3 +53,7 @@ for (const [name, value, n] of rows) {
   const b = time(`${name}: boundedJson`, n, () => boundedJson(value, BOUND));
   console.log(`${''.padEnd(48)} x${(b / a).toFixed(2)}`);
 }
+// What a front sends is bytes: JSON.stringify's string is encoded afterwards, boundedJson's Buffer is not.
+const a = time('GET /api/flags: JSON.stringify + UTF-8 encoding', 5, () => Buffer.from(JSON.stringify(list), 'utf8'));
+const b = time('GET /api/flags: boundedJson (a Buffer)', 5, () => boundedJson(list, BOUND));
+console.log(`${''.padEnd(48)} x${(b / a).toFixed(2)}`);
