@@ -36,6 +36,9 @@ const schema = z.object({
   VEXIL_GRAPHQL_MAX_DEPTH: intIn(1, 1000).default(15),
   VEXIL_GRAPHQL_MAX_EVALUATIONS: intIn(1, 100_000).default(100),
   VEXIL_GRAPHQL_MAX_FIELDS: intIn(1, 1_000_000).default(1000),
+  VEXIL_GRAPHQL_MAX_RESULT: intIn(1, 1_000_000_000).default(200_000),
+  VEXIL_GRAPHQL_MAX_MUTATIONS: intIn(1, 10_000).default(20),
+  VEXIL_MAX_ANSWER_BYTES: intIn(1024, 1024 * 1024 * 1024).default(256 * 1024 * 1024),
   VEXIL_CONTEXT_MAX_DEPTH: intIn(1, 10_000).default(32),
   VEXIL_CONTEXT_MAX_VALUES: intIn(1, 10_000_000).default(10_000),
   VEXIL_RATE_LIMIT_AUTH_FAILURES: z.coerce.number().positive().default(50),
@@ -78,6 +81,12 @@ export interface Config {
   graphqlMaxEvaluations: number;
   /** Field selections per GraphQL operation, fragments expanded (CONTRACT.md 8). */
   graphqlMaxFields: number;
+  /** Upper bound of the values one GraphQL result may hold, estimated before executing (CONTRACT.md 13). */
+  graphqlMaxResult: number;
+  /** Mutation fields in one GraphQL document; each costs a management token (CONTRACT.md 13). */
+  graphqlMaxMutations: number;
+  /** Largest answer body any route sends, in bytes; past it 400 naming how to page (CONTRACT.md 13). */
+  maxAnswerBytes: number;
   /** Evaluation context size limits (CONTRACT.md 8). */
   contextLimits: { maxDepth: number; maxValues: number };
   /** Failed authentications per second per client address (burst: 1 s worth). */
@@ -137,6 +146,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     graphqlMaxDepth: e.VEXIL_GRAPHQL_MAX_DEPTH,
     graphqlMaxEvaluations: e.VEXIL_GRAPHQL_MAX_EVALUATIONS,
     graphqlMaxFields: e.VEXIL_GRAPHQL_MAX_FIELDS,
+    graphqlMaxResult: e.VEXIL_GRAPHQL_MAX_RESULT,
+    graphqlMaxMutations: e.VEXIL_GRAPHQL_MAX_MUTATIONS,
+    maxAnswerBytes: e.VEXIL_MAX_ANSWER_BYTES,
     contextLimits: { maxDepth: e.VEXIL_CONTEXT_MAX_DEPTH, maxValues: e.VEXIL_CONTEXT_MAX_VALUES },
     rateLimitAuthFailures: e.VEXIL_RATE_LIMIT_AUTH_FAILURES,
     natsCreds: e.VEXIL_NATS_CREDS ?? null,

@@ -118,6 +118,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         channel: `vexil-snapshots-${config.nodeId}`,
         graphqlMaxDepth: config.graphqlMaxDepth,
         graphqlMaxEvaluations: config.graphqlMaxEvaluations,
+        maxAnswerBytes: config.maxAnswerBytes,
         queueMax: config.evalQueueMax,
         handoff: config.evalHandoff,
         flagCache: config.workerFlagCache,
@@ -151,7 +152,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           rt.evalCounts,
         )
       : null;
-    const exchanges = new ExchangeContext(log, metrics);
+    const exchanges = new ExchangeContext(log, metrics, config.maxAnswerBytes);
     const health = opsRoutes({
       nodeId: config.nodeId,
       metrics,

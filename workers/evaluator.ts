@@ -42,6 +42,7 @@ const log = createLogger('warn', { thread: 'evaluation-worker' });
 const graphql = new GraphQLExecutor(log, {
   maxDepth: config.graphqlMaxDepth,
   maxEvaluations: config.graphqlMaxEvaluations,
+  ...(config.maxAnswerBytes !== undefined ? { maxAnswerBytes: config.maxAnswerBytes } : {}),
 });
 
 // What the front thread posts: references to an organization's shared memory and the versions it
@@ -65,7 +66,8 @@ async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number)
   // All the `evaluate` field reads: the shared store's view, the request's clock, the counters.
   const env: EvaluationEnv = { peek: (orgId) => store.view(orgId)?.snapshot, now: () => nowMs, evalCounts };
   const ctx: GraphQLContext = { env, rt: null, auth: { principal: it.principal, snapshot: snap }, deferredAny: p.deferredAny };
-  return { graphql: await graphql.run(p, ctx, it.variables) };
+  const out = await graphql.run(p, ctx, it.variables);
+  return { graphql: typeof out === 'string' ? out : out.toString('utf8') };
 }
 
 const internal = (err: unknown): EvalOutcome => {

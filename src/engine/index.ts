@@ -22,4 +22,5 @@ export {
   type CompiledFlag,
   type OrgSnapshot,
 } from './snapshot.js';
+export { listMaxima, putFlag, raiseMaxima, type ListMaxima } from './snapshot-stats.js';
 export { evaluateFlag, selectConfig, MAX_DEPENDENCY_DEPTH } from './engine.js';

@@ -13,6 +13,7 @@ import type {
 } from '../domain/types.js';
 import { BUCKETS } from './hash.js';
 import { compileCondition, type CompiledCondition } from './conditions.js';
+import { keepMaxima, noMaxima, raiseMaxima } from './snapshot-stats.js';
 
 /** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
 export interface CompiledAllocation {
@@ -80,6 +81,10 @@ export interface CompiledFlag {
 
 export interface OrgSnapshot {
   org: Organization;
+  /**
+   * By flag name. A flag added or replaced in place goes through `putFlag` (snapshot-stats.ts),
+   * which keeps the snapshot's list maxima an upper bound.
+   */
   flags: Map<string, CompiledFlag>;
 }
 
@@ -271,6 +276,14 @@ export function buildSnapshot(
   configs: Map<string, FlagConfig[]>,
 ): OrgSnapshot {
   const map = new Map<string, CompiledFlag>();
-  for (const f of flags) map.set(f.name, compileFlag(f, configs.get(f.name) ?? []));
-  return { org, flags: map };
+  const maxima = noMaxima();
+  for (const f of flags) {
+    const cf = compileFlag(f, configs.get(f.name) ?? []);
+    map.set(f.name, cf);
+    raiseMaxima(maxima, cf);
+  }
+  const snap: OrgSnapshot = { org, flags: map };
+  // Kept with the snapshot (snapshot-stats.ts): its first GraphQL estimate scans nothing.
+  keepMaxima(snap, maxima);
+  return snap;
 }

@@ -2,8 +2,8 @@
  * Running one GraphQL request, graphql-js style stages:
  *
  *   parse → refuse graphql-jit's marker strings (jit-marker.ts) → select the operation → limits
- *   (limits.ts: depth, evaluate count, field count, literal contexts) → validate (graphql-js) →
- *   compile (graphql-jit)
+ *   (limits.ts: depth, evaluate count, mutation count, field count, literal contexts) → result
+ *   shape (result-estimate.ts) → validate (graphql-js) → compile (graphql-jit)
  *
  * The limits run before validation: they are linear in the document, graphql-js validation is not
  * (OverlappingFieldsCanBeMerged compares same-named fields pairwise).
@@ -11,8 +11,15 @@
  * The outcome of those stages is cached per (document text, operationName) in an LRU, failures
  * included, so a repeated document does no parse, validation or compilation. Then:
  *
- *   context limits on variables (context-limits.ts) → charge the extra evaluations to the rate
- *   limit → execute the compiled query → format errors
+ *   context limits on variables (context-limits.ts) → result estimate against the caller's
+ *   snapshot (`VEXIL_GRAPHQL_MAX_RESULT`) → charge the extra evaluations and the mutations to the
+ *   rate limit → execute the compiled query → serialise, bounded by `VEXIL_MAX_ANSWER_BYTES`
+ *
+ * A document whose estimate depends on the snapshot or the variables (any list of flags, rules,
+ * ...) is validated and compiled only once a request passes its estimate (`ready`): on a document
+ * of 20 large aliases graphql-js validation takes 10+ ms and graphql-jit 100+ ms, which a refused
+ * document never costs. Every other document (all evaluation documents) is validated, compiled
+ * and held to its fixed estimate when it is prepared, as before.
  *
  * Every error leaves here as `{message, locations?, path, extensions: {code, status}}` (SPEC 7.2):
  * a resolver's VexilError gives its code and status (AUTH_NOT_AUTHORIZED has no status), syntax,
@@ -30,11 +37,13 @@ import {
   visit,
   type DocumentNode,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
 import { performance } from 'node:perf_hooks';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
+import type { OrgSnapshot } from '../engine/snapshot.js';
 import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';
@@ -42,10 +51,12 @@ import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
 import { contextViolation, hasVariable, variableDefaults } from './context-limits.js';
 import { hasJitMarker } from './jit-marker.js';
-import { EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
+import { DEFAULT_MAX_MUTATIONS, EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
 import { planFor, runPlan, type EvaluationPlan } from './plan.js';
 import { evaluationEnv, evaluationResolvers, type GraphQLContext } from './evaluation-resolvers.js';
+import { DEFAULT_MAX_KEYS, DEFAULT_MAX_RESULT, estimateResult, resultShape, resultStats, resultViolation, type ResultShape } from './result-estimate.js';
 import { buildVexilSchema, trackDeferredAny, type ResolverMap } from './schema.js';
+import { AnswerTooLargeError, boundedJson } from '../util/bounded-json.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -69,11 +80,21 @@ export type Prepared =
   | { ok: false; errors: FormattedError[] }
   | {
       ok: true;
-      run: CompiledQuery['query'];
+      /** The compiled query; null until a request passes the result estimate (`ready`). */
+      run: CompiledQuery['query'] | null;
       /** `evaluate` fields the operation runs (limits.ts). */
       evaluations: number;
+      /** Mutation fields the operation runs (limits.ts): each costs a management token. */
+      mutations: number;
       depth: number;
+      /** Known once compiled. */
       deferredAny: boolean;
+      /** The reduced selection tree the result estimate walks (result-estimate.ts). */
+      shape: ResultShape;
+      /** What validating and compiling need, kept until they have happened (`ready`). */
+      pending: { doc: DocumentNode; op: OperationDefinitionNode; operationName: string | null; validated: boolean } | null;
+      /** Validation or compilation failed: its request errors, cached like every failure. */
+      compileErrors: FormattedError[] | null;
       /**
        * A query whose root fields are all `evaluate` (or `__typename`): it reads only snapshots, so
        * a node with a worker pool runs it in a worker.
@@ -85,11 +106,19 @@ export type Prepared =
        */
       variableContexts: ValueNode[];
       variableDefaults: ReadonlyMap<string, ValueNode>;
-      /** The evaluation plan (plan.ts) when the document is one it models. */
+      /** The evaluation plan (plan.ts) when the document is one it models (set when compiled). */
       plan: EvaluationPlan | null;
     };
 
+type PreparedDocument = Prepared & { ok: true };
+
 export interface ExecutorOptions extends Limits {
+  /** `VEXIL_GRAPHQL_MAX_RESULT`: estimated values one result may hold (default 200,000). */
+  maxResult?: number;
+  /** `VEXIL_MAX_ANSWER_BYTES`: the largest serialised answer (default 256 MiB). */
+  maxAnswerBytes?: number;
+  /** Management keys an organization may hold, for the estimate of `managementKeys` (default 1,000). */
+  maxKeys?: number;
   /** CONTRACT.md 8 evaluation context limits (default 32 levels, 10,000 values). */
   context?: ContextLimits;
   /** Compiled documents kept (LRU). */
@@ -127,6 +156,15 @@ const badRequest = (message: string, locations?: readonly { line: number; column
 const requestErrors = (errors: readonly GraphQLError[]): FormattedError[] =>
   errors.map((e) => badRequest(e.message, e.locations));
 
+/** One request-level error as the whole response (small: plain JSON.stringify). */
+const refusal = (message: string): string => JSON.stringify({ errors: [badRequest(message)] } satisfies GraphQLResponse);
+
+/** `VEXIL_MAX_ANSWER_BYTES` default (256 MiB), as exchange.ts's. */
+const DEFAULT_MAX_ANSWER_BYTES = 256 * 1024 * 1024;
+
+/** Whether `err` is V8 failing to build a string that long. */
+const isSizeRangeError = (err: unknown): boolean => err instanceof RangeError && /Invalid string length/i.test(err.message);
+
 /** graphql-jit's marker strings (jit-marker.ts) in string values or names. */
 function carriesJitMarker(doc: DocumentNode): boolean {
   let found = false;
@@ -159,6 +197,9 @@ export class GraphQLExecutor {
   parses = 0;
   private readonly schema: GraphQLSchema;
   private readonly contextLimits: ContextLimits;
+  private readonly maxResult: number;
+  private readonly maxMutations: number;
+  private readonly maxAnswerBytes: number;
 
   constructor(
     private readonly log: Logger,
@@ -167,6 +208,9 @@ export class GraphQLExecutor {
     this.contextLimits = opts.context ?? DEFAULT_CONTEXT_LIMITS;
     this.schema = vexilSchema(opts.resolvers);
     this.cache = new LruCache(opts.cacheEntries ?? 500, opts.cacheChars ?? 16 * 1024 * 1024);
+    this.maxResult = opts.maxResult ?? DEFAULT_MAX_RESULT;
+    this.maxMutations = opts.maxMutations ?? DEFAULT_MAX_MUTATIONS;
+    this.maxAnswerBytes = opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   }
 
   /** Parse, validate, limits and compile, or the cached outcome of a previous identical request. */
@@ -221,48 +265,163 @@ export class GraphQLExecutor {
       const violation = limitViolation(cost, this.opts);
       if (violation !== null) return { ok: false, errors: [badRequest(violation)] };
     }
-    const invalid = validate(this.schema, doc);
-    if (invalid.length > 0) return { ok: false, errors: requestErrors(invalid) };
     if (op == null || cost === null || ops[0] !== op) {
+      const invalid = validate(this.schema, doc);
+      if (invalid.length > 0) return { ok: false, errors: requestErrors(invalid) };
       const message = operationName !== null
         ? `Unknown operation named "${operationName}".`
         : 'Must provide operation name if query contains multiple operations.';
       return { ok: false, errors: [badRequest(message)] };
     }
+    // The result shape needs no valid document (it skips what validation refuses): a document
+    // whose estimate depends on the snapshot is validated only once a request passes its estimate,
+    // so a refused one never costs a validation (tens of ms for 20 large aliases).
+    const shape = resultShape(this.schema, doc, op);
+    if (shape.fixed !== null) {
+      const invalid = validate(this.schema, doc);
+      if (invalid.length > 0) return { ok: false, errors: requestErrors(invalid) };
+    }
     const variableContexts = cost.contexts.filter(hasVariable);
     const defaults = variableDefaults(op);
     const literal = contextViolation(cost.contexts.filter((c) => !hasVariable(c)), null, defaults, this.contextLimits);
     if (literal !== null) return { ok: false, errors: [badRequest(literal)] };
-    const { result: compiled, deferredAny } = trackDeferredAny(() =>
-      compileQuery(this.schema, doc, operationName ?? undefined, { disablingCapturingStackErrors: true }),
-    );
-    if (!isCompiledQuery(compiled)) return { ok: false, errors: requestErrors(compiled.errors ?? []) };
+    if (shape.fixed !== null) {
+      const over = resultViolation(shape.fixed, this.maxResult);
+      if (over !== null) return { ok: false, errors: [badRequest(over)] };
+    }
     const evaluationOnly =
       op.operation === 'query' &&
       op.selectionSet.selections.every((sel) => sel.kind === 'Field' && (sel.name.value === EVALUATE_FIELD || sel.name.value === '__typename'));
-    return {
+    const prepared: PreparedDocument = {
       ok: true,
-      run: compiled.query,
+      run: null,
       evaluations: cost.evaluations,
+      mutations: cost.mutations,
       depth: cost.depth,
-      deferredAny,
+      deferredAny: false,
+      shape,
+      pending: { doc, op, operationName, validated: shape.fixed !== null },
+      compileErrors: null,
       evaluationOnly,
       variableContexts,
       variableDefaults: defaults,
-      plan: evaluationOnly ? planFor(doc, op, deferredAny) : null,
+      plan: null,
     };
+    // A fixed estimate passed: compile now (no request can be refused for its size any more).
+    if (shape.fixed !== null) {
+      const failed = this.ready(prepared);
+      if (failed !== null) return { ok: false, errors: failed };
+    }
+    return prepared;
+  }
+
+  /**
+   * Validates (when `stages` did not) and compiles a prepared document once (graphql-jit, and the
+   * evaluation plan); the request errors if either failed, cached on the entry.
+   */
+  ready(p: PreparedDocument): FormattedError[] | null {
+    if (p.run !== null) return null;
+    if (p.compileErrors !== null) return p.compileErrors;
+    const { doc, op, operationName, validated } = p.pending!;
+    p.pending = null;
+    if (!validated) {
+      const invalid = validate(this.schema, doc);
+      if (invalid.length > 0) {
+        p.compileErrors = requestErrors(invalid);
+        return p.compileErrors;
+      }
+    }
+    const { result: compiled, deferredAny } = trackDeferredAny(() =>
+      compileQuery(this.schema, doc, operationName ?? undefined, { disablingCapturingStackErrors: true }),
+    );
+    if (!isCompiledQuery(compiled)) {
+      p.compileErrors = requestErrors(compiled.errors ?? []);
+      return p.compileErrors;
+    }
+    p.run = compiled.query;
+    p.deferredAny = deferredAny;
+    p.plan = p.evaluationOnly ? planFor(doc, op, deferredAny) : null;
+    return null;
+  }
+
+  /**
+   * The result estimate of a prepared document for a snapshot and variables: an upper bound of
+   * the values its result holds (result-estimate.ts). Microseconds: a walk over the cached shape.
+   */
+  estimateResult(p: PreparedDocument, snapshot: OrgSnapshot | undefined, variables: Record<string, unknown> | null): number {
+    if (p.shape.fixed !== null) return p.shape.fixed;
+    return estimateResult(p.shape, resultStats(snapshot, this.opts.maxKeys ?? DEFAULT_MAX_KEYS), variables);
   }
 
   /**
    * Runs a request for an authenticated key (its first rate-limit token is already taken). Every
-   * `evaluate` beyond the first is charged to the key's evaluation bucket; a document that fails
-   * before execution costs nothing more.
+   * `evaluate` beyond the first is charged to the key's evaluation bucket, every mutation beyond
+   * the first to its management bucket; a document that fails before execution costs nothing more.
    */
   async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string> {
+    const out = await this.answer(rt, auth, req, charged);
+    return typeof out === 'string' ? out : out.toString('utf8');
+  }
+
+  /**
+   * `execute`'s answer as the route sends it: a large one stays the UTF-8 Buffer it was
+   * serialised into (bounded-json.ts) rather than becoming one string. `charged`: the document's
+   * further tokens were charged already (by the front thread, for the management actor).
+   */
+  async answer(rt: Runtime, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string | Buffer> {
+    const p = this.checked(rt, auth, req);
+    if (typeof p === 'string') return p;
+    return this.answerChecked(rt, auth, req, p, charged);
+  }
+
+  /**
+   * The front thread's part of a request when the management actor runs the node's management
+   * work (src/management/): answers what the front answers itself (refusals before execution,
+   * and evaluation-only documents, which it evaluates or hands to the pool), or charges the
+   * document's further rate-limit tokens and returns null: the management actor executes it
+   * (`answer(…, charged = true)`).
+   */
+  answerOnFront(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string | Buffer> | string | null {
+    const p = this.checked(rt, auth, req);
+    if (typeof p === 'string') return p;
+    if (p.evaluationOnly) return this.answerChecked(rt, auth, req, p, false);
+    this.charge(rt, auth, p);
+    return null;
+  }
+
+  /**
+   * Every check before execution (document, variables' contexts, result estimate, validation):
+   * the prepared document, or the answer that refuses it.
+   */
+  private checked(rt: Runtime, auth: Authenticated, req: GraphQLRequest): PreparedDocument | string {
     const p = this.prepare(req.query, req.operationName);
     if (!p.ok) return JSON.stringify({ errors: p.errors } satisfies GraphQLResponse);
-    const refused = this.refuseVariables(p, req);
-    if (refused !== null) return refused;
+    if (p.variableContexts.length > 0) {
+      const violation = contextViolation(p.variableContexts, req.variables, p.variableDefaults, this.contextLimits);
+      if (violation !== null) return refusal(violation);
+    }
+    if (p.shape.fixed === null) {
+      const estimate = this.estimateResult(p, rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot, req.variables);
+      const over = resultViolation(estimate, this.maxResult);
+      if (over !== null) return refusal(over);
+      const failed = this.ready(p);
+      if (failed !== null) return JSON.stringify({ errors: failed } satisfies GraphQLResponse);
+    }
+    return p;
+  }
+
+  /** A valid document's further tokens: each `evaluate` beyond the first, each mutation. */
+  private charge(rt: Runtime, auth: Authenticated, p: PreparedDocument): void {
+    if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
+    if (p.mutations > 0) {
+      // CONTRACT.md 13: every mutation costs a management token; the request's admission token
+      // was the first when it came from the management bucket (routes.ts graphqlBucket).
+      const evaluatorOnly = auth.principal.permissions.size === 1 && auth.principal.permissions.has('CanEvaluate');
+      rt.limiter.charge('mgmt', auth.principal.keyId, evaluatorOnly ? p.mutations : p.mutations - 1, this.maxMutations);
+    }
+  }
+
+  private async answerChecked(rt: Runtime, auth: Authenticated, req: GraphQLRequest, p: PreparedDocument, charged: boolean): Promise<string | Buffer> {
     if (!charged) this.charge(rt, auth, p);
     const pool = rt.pool;
     if (p.evaluationOnly && pool !== null) {
@@ -273,34 +432,6 @@ export class GraphQLExecutor {
       return out;
     }
     return this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
-  }
-
-  /**
-   * The front thread's part of a request when a management actor runs the node's management work
-   * (src/management/): answers what the front answers itself (refusals before execution, and
-   * evaluation-only documents, which it evaluates or hands to the pool), or charges the document's
-   * further rate-limit tokens and returns null: the management actor executes it
-   * (`execute(…, charged = true)`).
-   */
-  answerOnFront(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string> | string | null {
-    const p = this.prepare(req.query, req.operationName);
-    if (!p.ok || p.evaluationOnly) return this.execute(rt, auth, req);
-    const refused = this.refuseVariables(p, req);
-    if (refused !== null) return refused;
-    this.charge(rt, auth, p);
-    return null;
-  }
-
-  /** The variables' evaluation contexts over their limits: the answer; else null. */
-  private refuseVariables(p: Prepared & { ok: true }, req: GraphQLRequest): string | null {
-    if (p.variableContexts.length === 0) return null;
-    const violation = contextViolation(p.variableContexts, req.variables, p.variableDefaults, this.contextLimits);
-    return violation === null ? null : JSON.stringify({ errors: [badRequest(violation)] } satisfies GraphQLResponse);
-  }
-
-  /** Every `evaluate` beyond the first costs a token of the key's evaluation bucket. */
-  private charge(rt: Runtime, auth: Authenticated, p: Prepared & { ok: true }): void {
-    if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
   }
 
   /**
@@ -325,27 +456,59 @@ export class GraphQLExecutor {
   }
 
   /**
-   * Executes a prepared document (on the front thread, or in an evaluation worker) and answers
-   * the serialised response. (graphql-jit's generated fast-json-stringify serializer was tried:
-   * it mis-serialises the Any and DateTime scalars, so plain JSON.stringify it is.)
+   * Executes a prepared, compiled document (on the front thread, or in an evaluation worker) and
+   * answers the serialised response. (graphql-jit's generated fast-json-stringify serializer was
+   * tried: it mis-serialises the Any and DateTime scalars, so JSON.stringify's output it is.)
    */
-  async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string> {
+  async run(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string | Buffer> {
     if (p.plan !== null) {
-      const planned = runPlan(p.plan, ctx, variables);
-      if (planned !== null) return planned;
+      let planned: string | null;
+      try {
+        planned = runPlan(p.plan, ctx, variables);
+      } catch (err) {
+        if (isSizeRangeError(err)) return this.tooLarge(p);
+        throw err;
+      }
+      if (planned !== null) {
+        // At most 3 UTF-8 bytes per UTF-16 unit: only a long answer needs counting.
+        const max = this.maxAnswerBytes;
+        if (planned.length > max || (planned.length * 3 > max && Buffer.byteLength(planned, 'utf8') > max)) return this.tooLarge(p);
+        return planned;
+      }
     }
     return this.runGeneric(p, ctx, variables);
   }
 
-  /** `run` through graphql-jit only (the plan's reference: test/graphql/plan.test.ts). */
-  async runGeneric(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string> {
-    let result = p.run(undefined, ctx, variables ?? {});
+  /**
+   * `run` through graphql-jit only (the plan's reference: test/graphql/plan.test.ts). The answer
+   * is JSON.stringify's text, written by `boundedJson`: one over `VEXIL_MAX_ANSWER_BYTES` stops
+   * there and is refused (CONTRACT.md 13).
+   */
+  async runGeneric(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string | Buffer> {
+    // Compiled here when the caller did not (a direct caller that estimates nothing: tests).
+    const failed = this.ready(p);
+    if (failed !== null) return JSON.stringify({ errors: failed } satisfies GraphQLResponse);
+    let result = p.run!(undefined, ctx, variables ?? {});
     if (isPromise(result)) result = await result;
     const hasData = 'data' in result;
     const out: GraphQLResponse = {};
     if (result.errors && result.errors.length > 0) out.errors = result.errors.map((e) => this.formatError(e, !hasData));
     if (hasData) out.data = (result.data ?? null) as Record<string, unknown> | null;
-    return JSON.stringify(out);
+    try {
+      return boundedJson(out, this.maxAnswerBytes) as string | Buffer;
+    } catch (err) {
+      if (err instanceof AnswerTooLargeError) return this.tooLarge(p);
+      throw err;
+    }
+  }
+
+  /** The refusal of an answer over `VEXIL_MAX_ANSWER_BYTES`: one BAD_REQUEST naming the way to page. */
+  private tooLarge(p: PreparedDocument): string {
+    const done = p.mutations > 0 ? ' (the document\'s mutations were executed)' : '';
+    return refusal(
+      `The answer would be larger than VEXIL_MAX_ANSWER_BYTES (${this.maxAnswerBytes} bytes)${done}; ` +
+        'ask for less: page with flagConnection(first:) or flags(first:), or select fewer fields',
+    );
   }
 
   /** One execution error; `request` when it stopped the whole request (variable coercion). */

@@ -16,6 +16,9 @@
  *   execute: a fragment counts at every spread, aliases, `__typename` and introspection fields
  *   count, nested fields count under each parent selection. Selections GraphQL would merge (the
  *   same response key twice) are each counted: an upper bound, like `@skip` / `@include`.
+ * - Mutations (`VEXIL_GRAPHQL_MAX_MUTATIONS`, CONTRACT.md 13): the root fields of a mutation
+ *   operation, fragments expanded, by response key like evaluations (`__typename` aside). Each
+ *   costs one token of the key's management bucket (execute.ts).
  * - Contexts: the `context` arguments of those `evaluate` fields, so the executor can apply the
  *   context size limits (CONTRACT.md 8) before anything runs, variables filled in.
  *
@@ -46,6 +49,8 @@ import {
 export interface OperationCost {
   depth: number;
   evaluations: number;
+  /** Mutation fields of a mutation operation's root, by response key (fragments expanded). */
+  mutations: number;
   /** Field selections as executed (fragments expanded at every spread). */
   fields: number;
   /** The `context` argument of every `evaluate` field of a query's root (fragments expanded). */
@@ -57,9 +62,12 @@ export interface Limits {
   maxEvaluations: number;
   /** Default DEFAULT_MAX_FIELDS. */
   maxFields?: number;
+  /** `VEXIL_GRAPHQL_MAX_MUTATIONS`, default DEFAULT_MAX_MUTATIONS (CONTRACT.md 13). */
+  maxMutations?: number;
 }
 
 export const DEFAULT_MAX_FIELDS = 1000;
+export const DEFAULT_MAX_MUTATIONS = 20;
 
 export const EVALUATE_FIELD = 'evaluate';
 
@@ -187,18 +195,46 @@ function collectEvaluations(
   }
 }
 
+/** Response keys of the fields in a root selection set, fragments expanded, `__typename` aside. */
+function collectRootKeys(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, visited: Set<string>, keys: Set<string>): void {
+  for (const sel of set.selections) {
+    switch (sel.kind) {
+      case Kind.FIELD:
+        if (sel.name.value !== '__typename') keys.add(sel.alias?.value ?? sel.name.value);
+        break;
+      case Kind.INLINE_FRAGMENT:
+        collectRootKeys(sel.selectionSet, fragments, visited, keys);
+        break;
+      case Kind.FRAGMENT_SPREAD: {
+        const name = sel.name.value;
+        if (visited.has(name)) break;
+        visited.add(name);
+        const def = fragments.get(name);
+        if (def !== undefined) collectRootKeys(def.selectionSet, fragments, visited, keys);
+        break;
+      }
+    }
+  }
+}
+
 export function measureOperation(doc: DocumentNode, op: OperationDefinitionNode): OperationCost {
   const fragments = fragmentsOf(doc);
   const depth = selectionDepth(op.selectionSet, fragments, new Map(), new Set());
   const fields = selectionFields(op.selectionSet, fragments, new Map(), new Set());
   let evaluations = 0;
+  let mutations = 0;
   const contexts: ValueNode[] = [];
   if (op.operation === 'query') {
     const keys = new Set<string>();
     collectEvaluations(op.selectionSet, fragments, new Set(), keys, contexts);
     evaluations = keys.size;
+  } else if (op.operation === 'mutation') {
+    // Two selections under one response key are merged by GraphQL into one execution.
+    const keys = new Set<string>();
+    collectRootKeys(op.selectionSet, fragments, new Set(), keys);
+    mutations = keys.size;
   }
-  return { depth, evaluations, fields, contexts };
+  return { depth, evaluations, mutations, fields, contexts };
 }
 
 /**
@@ -206,7 +242,7 @@ export function measureOperation(doc: DocumentNode, op: OperationDefinitionNode)
  * `atLeast`: the cost is a lower bound (`tokenBounds`), and the message says so.
  */
 export function limitViolation(
-  cost: Pick<OperationCost, 'depth' | 'evaluations'> & { fields?: number },
+  cost: Pick<OperationCost, 'depth' | 'evaluations'> & { fields?: number; mutations?: number },
   limits: Limits,
   atLeast = false,
 ): string | null {
@@ -216,6 +252,10 @@ export function limitViolation(
   }
   if (cost.evaluations > limits.maxEvaluations) {
     return `The query has ${cost.evaluations} evaluate fields; at most ${limits.maxEvaluations} are allowed per request`;
+  }
+  const maxMutations = limits.maxMutations ?? DEFAULT_MAX_MUTATIONS;
+  if (cost.mutations !== undefined && cost.mutations > maxMutations) {
+    return `The document has ${cost.mutations} mutation fields; VEXIL_GRAPHQL_MAX_MUTATIONS allows at most ${maxMutations} per request`;
   }
   const maxFields = limits.maxFields ?? DEFAULT_MAX_FIELDS;
   if (cost.fields !== undefined && cost.fields > maxFields) {

@@ -68,6 +68,9 @@ export function graphqlRoutes(rt: Runtime): Route[] {
     maxDepth: rt.config.graphqlMaxDepth,
     maxEvaluations: rt.config.graphqlMaxEvaluations,
     maxFields: rt.config.graphqlMaxFields,
+    maxMutations: rt.config.graphqlMaxMutations,
+    maxResult: rt.config.graphqlMaxResult,
+    maxAnswerBytes: rt.config.maxAnswerBytes,
     context: rt.config.contextLimits,
     // The front thread runs only evaluation-only documents with it; the management actor, the rest.
     resolvers,
@@ -96,7 +99,7 @@ export function graphqlRoutes(rt: Runtime): Route[] {
       // Management actor: the document's tokens were charged by the front.
       handler: async (inc) => {
         const req = parseGraphQLRequest(jsonObjectBody(inc));
-        return { status: 200, raw: await executor.execute(rt, admittedKey(rt, inc), req, true), headers: JSON_HEADERS };
+        return { status: 200, raw: await executor.answer(rt, admittedKey(rt, inc), req, true), headers: JSON_HEADERS };
       },
     },
   ];

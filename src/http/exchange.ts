@@ -12,11 +12,14 @@ import { randomBytes } from 'node:crypto';
 import { VexilError } from '../domain/errors.js';
 import { JsonDepthScanner, jsonDeeperThan } from '../domain/validation/json-depth.js';
 import type { Admission } from '../management/mailbox.js';
+import { AnswerTooLargeError, boundedJson } from '../util/bounded-json.js';
 import type { Logger } from '../util/log.js';
 import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
 import type { Route } from './router.js';
 
 export const MAX_BODY_BYTES = 1 << 20;
+/** `VEXIL_MAX_ANSWER_BYTES` default: 256 MiB (CONTRACT.md 13). */
+export const DEFAULT_MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 export interface Incoming {
   /** 'GET', 'POST', … (upper case). */
@@ -55,8 +58,17 @@ export interface StreamSink {
 
 export interface Reply {
   status: number;
-  /** JSON-serialised unless `raw` is set; absent for 204 and 304. */
+  /**
+   * JSON-serialised unless `raw` is set; absent for 204 and 304. Serialised with `boundedJson`
+   * (src/util/bounded-json.ts): an answer past `ExchangeContext.maxAnswerBytes` is refused with
+   * 400 naming the way to page, never built whole.
+   */
   body?: unknown;
+  /**
+   * The body is known to be small (an evaluation answer, an error): plain `JSON.stringify`, the
+   * hot path's fastest, without the size bound.
+   */
+  small?: boolean;
   raw?: string | Buffer;
   headers?: Record<string, string>;
   /** A streamed answer (server-sent events): called once status and headers are written. */
@@ -110,7 +122,12 @@ export class ExchangeContext {
   private readonly idPrefix = randomBytes(4).toString('hex') + '-';
   private seq = 0;
 
-  constructor(log: Logger, private readonly observer: ExchangeObserver | null = null) {
+  constructor(
+    log: Logger,
+    private readonly observer: ExchangeObserver | null = null,
+    /** `VEXIL_MAX_ANSWER_BYTES`: the largest body `sendReply` serialises (CONTRACT.md 13). */
+    readonly maxAnswerBytes = DEFAULT_MAX_ANSWER_BYTES,
+  ) {
     this.log = log.child({ component: 'http' });
   }
 
@@ -189,7 +206,54 @@ export function errorReply(err: VexilError, extraHeaders?: Record<string, string
   const problem = toProblem(err);
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders };
   if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
-  return { status: problem.status, body: problem, headers };
+  return { status: problem.status, body: problem, headers, small: true };
+}
+
+/** How to ask a route for less, by route pattern (REST paging, CONTRACT.md 13). */
+const PAGING_HINTS: Record<string, string> = {
+  '/api/flags': 'page with ?limit= (1-1000) and ?after= (the last flag name of the previous page)',
+  '/api/audit': 'page with ?limit= and ?before= (the last event id of the previous page)',
+};
+
+/**
+ * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (CONTRACT.md 13): it names the bound and
+ * the way to page.
+ */
+export function answerTooLargeError(limit: number, route: Route | null): VexilError {
+  const hint = (route !== null ? PAGING_HINTS[route.pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
+  // A write's answer echoes what it wrote: refused only under a bound set below a request body.
+  const done = route !== null && route.method !== 'get' ? " (the request's change was made: only its answer is refused)" : '';
+  return new VexilError('BAD_REQUEST', `The answer would be larger than VEXIL_MAX_ANSWER_BYTES (${limit} bytes)${done}; ${hint}`);
+}
+
+/** A refused answer keeps only its CORS headers. */
+function tooLargeReply(reply: Reply, limit: number, route: Route | null): Reply {
+  const cors: Record<string, string> = {};
+  for (const [k, v] of Object.entries(reply.headers ?? {})) if (k.startsWith('access-control-') || k === 'vary') cors[k] = v;
+  return errorReply(answerTooLargeError(limit, route), cors);
+}
+
+/** Whether `err` is V8 failing to build a string or buffer that large (any answer assembled whole). */
+export const isSizeRangeError = (err: unknown): boolean =>
+  err instanceof RangeError && /Invalid string length|Array buffer allocation failed|Invalid typed array length/i.test(err.message);
+
+/**
+ * A reply's body as the bytes to send (null for 204 and 304): `raw` as it is, else its JSON,
+ * bounded by `maxAnswerBytes`: an answer over it becomes the 400 that names the way to page.
+ * Run where the answer is made: the front thread for its own routes, the management actor for
+ * the management routes (whose answers reach the front as bytes).
+ */
+export function serialiseReply(reply: Reply, maxAnswerBytes: number, route: Route | null): { reply: Reply; body: string | Buffer | null } {
+  if (reply.status === 204 || reply.status === 304) return { reply, body: null };
+  if (reply.raw !== undefined) return { reply, body: reply.raw };
+  if (reply.small === true) return { reply, body: JSON.stringify(reply.body ?? null) };
+  try {
+    return { reply, body: boundedJson(reply.body ?? null, maxAnswerBytes) ?? 'null' };
+  } catch (err) {
+    if (!(err instanceof AnswerTooLargeError)) throw err;
+    const refused = tooLargeReply(reply, maxAnswerBytes, route);
+    return { reply: refused, body: JSON.stringify(refused.body) };
+  }
 }
 
 /**
@@ -199,6 +263,8 @@ export function errorReply(err: VexilError, extraHeaders?: Record<string, string
 export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply, close = false, route: Route | null = null): void {
   try {
     if (w.aborted) return;
+    let body: string | Buffer | null = null;
+    if (reply.stream === undefined) ({ reply, body } = serialiseReply(reply, ctx.maxAnswerBytes, route));
     ctx.observe(route, w, reply.status);
     if (reply.stream !== undefined) {
       const sink = w.open(reply.status, reply.headers);
@@ -208,9 +274,7 @@ export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply,
       return;
     }
     let headers = reply.headers;
-    let body: string | Buffer | null = null;
-    if (reply.status !== 204 && reply.status !== 304) {
-      body = reply.raw ?? JSON.stringify(reply.body ?? null);
+    if (body !== null) {
       if (headers === undefined) headers = JSON_CONTENT;
       else if (headers['content-type'] === undefined) headers = { ...headers, 'content-type': 'application/json' };
     }
@@ -223,7 +287,8 @@ export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply,
 const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'application/json' }) as Record<string, string>;
 
 function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
-  const ve = asVexilError(err);
+  // An answer a handler assembled whole and V8 could not hold: too large, the client's to page.
+  const ve = isSizeRangeError(err) ? answerTooLargeError(ctx.maxAnswerBytes, route) : asVexilError(err);
   if (ve.code === 'INTERNAL') ctx.log.error('unexpected error', { reqId: w.requestId, route: route?.pattern, err: (ve.cause ?? ve) as Error });
   return route?.onError ? route.onError(ve) : errorReply(ve);
 }

@@ -20,7 +20,7 @@ import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/fla
 import { findKeyByHash } from '../features/keys/store.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { getOrg, orgVersions } from '../features/organizations/store.js';
-import { errorReply, type Incoming, type Reply } from '../http/exchange.js';
+import { errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
 import { asVexilError } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
@@ -237,17 +237,17 @@ export class ManagementActorThread {
       if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });
       reply = route?.onError ? route.onError(ve) : errorReply(ve);
     }
-    this.answer(id, reply);
+    this.answer(id, reply, route ?? null);
   }
 
   /** Serialises the answer here, off the front thread, and moves its bytes to the front. */
-  private answer(id: number, reply: Reply): void {
-    let body: Uint8Array | null = null;
-    if (reply.status !== 204 && reply.status !== 304) {
-      const raw = reply.raw ?? JSON.stringify(reply.body ?? null);
-      body = typeof raw === 'string' ? new TextEncoder().encode(raw) : new Uint8Array(raw);
-    }
-    this.post({ t: 'reply', id, status: reply.status, headers: reply.headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
+  private answer(id: number, reply: Reply, route: Route | null): void {
+    const out = serialiseReply(reply, this.rt.config.maxAnswerBytes, route);
+    const raw = out.body;
+    // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
+    const owns = raw instanceof Uint8Array && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
+    const body = raw === null ? null : typeof raw === 'string' ? new TextEncoder().encode(raw) : owns ? raw : new Uint8Array(raw);
+    this.post({ t: 'reply', id, status: out.reply.status, headers: out.reply.headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
   }
 
   private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {

@@ -57,6 +57,8 @@ export interface PoolOptions {
   channel: string;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
+  /** VEXIL_MAX_ANSWER_BYTES (default 256 MiB). */
+  maxAnswerBytes?: number;
   /** Per-reason evaluation counters the workers add to (ops/eval-counts.ts). */
   evalCounts: SharedArrayBuffer;
   /** VEXIL_EVAL_QUEUE_MAX: evaluations handed to the pool and not yet answered. */
@@ -116,6 +118,7 @@ export class EvalPool {
         channel: opts.channel,
         graphqlMaxDepth: opts.graphqlMaxDepth,
         graphqlMaxEvaluations: opts.graphqlMaxEvaluations,
+        ...(opts.maxAnswerBytes !== undefined ? { maxAnswerBytes: opts.maxAnswerBytes } : {}),
         evalCounts: opts.evalCounts,
         flagCache: opts.flagCache,
       } satisfies WorkerData,

@@ -68,6 +68,8 @@ export interface WorkerData {
   evalCounts: SharedArrayBuffer;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
+  /** VEXIL_MAX_ANSWER_BYTES: the largest GraphQL answer a worker serialises (default 256 MiB). */
+  maxAnswerBytes?: number;
   /** VEXIL_WORKER_FLAG_CACHE: compiled flags each worker keeps (least recently used go first). */
   flagCache: number;
 }

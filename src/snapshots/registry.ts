@@ -9,7 +9,7 @@
  * Those rules live in apply-rules.ts, shared with the evaluation workers' store (shared-store.ts).
  */
 import type { Flag, FlagConfig, Organization } from '../domain/types.js';
-import { buildSnapshot, compileFlag, type OrgSnapshot } from '../engine/index.js';
+import { buildSnapshot, compileFlag, putFlag, type OrgSnapshot } from '../engine/index.js';
 import { replaces, stepFor, type Change, type Touches } from './apply-rules.js';
 import { flagChanged } from './flag-index.js';
 
@@ -104,8 +104,10 @@ export class SnapshotRegistry {
     // its row again.
     const name = step.name;
     const [flag, configs] = await Promise.all([this.source.flag(change.orgId, name), this.source.flagConfigs(change.orgId, name)]);
+    // putFlag keeps the snapshot's list maxima (GraphQL result estimate) an upper bound; a deletion
+    // may leave them above the truth, which an upper bound allows.
     if (flag === null) current.flags.delete(name);
-    else current.flags.set(flag.name, compileFlag(flag, configs));
+    else putFlag(current, compileFlag(flag, configs));
     flagChanged(current, name); // the flag list's index, in the same tick (flag-index.ts)
     current.org = { ...current.org, version: change.version };
     this.emit(change.orgId, current, change.touches);

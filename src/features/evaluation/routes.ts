@@ -13,9 +13,11 @@ import { evaluate } from './service.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 
+// `small`: plain JSON.stringify (the hot path); a variant value came from one request body (1 MiB cap).
 const reply = (ev: Evaluation, explain: boolean): Reply => ({
   status: 200,
   body: explain ? { variant: ev.variant, key: ev.key, reason: ev.reason } : { variant: ev.variant, key: ev.key },
+  small: true,
 });
 
 export function evaluationRoutes(rt: Runtime): Route[] {
