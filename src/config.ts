@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_TENANCY_LIMITS, type TenancyLimits } from './domain/validation/tenancy-limits.js';
 
 const intIn = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -65,6 +66,14 @@ const schema = z.object({
   VEXIL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   VEXIL_METRICS: z.enum(['0', '1', 'true', 'false']).default('1'),
   VEXIL_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Tenancy limits (CONTRACT.md 14, docs/limits.md).
+  VEXIL_MAX_FLAGS_PER_ORG: intIn(1, 100_000_000).default(DEFAULT_TENANCY_LIMITS.maxFlagsPerOrg),
+  VEXIL_MAX_KEYS_PER_ORG: intIn(1, 10_000_000).default(DEFAULT_TENANCY_LIMITS.maxKeysPerOrg),
+  VEXIL_MAX_CONFIGS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConfigsPerFlag),
+  VEXIL_MAX_RULES_PER_CONFIG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxRulesPerConfig),
+  VEXIL_MAX_CONDITIONS_PER_RULE: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConditionsPerRule),
+  VEXIL_MAX_VARIANTS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxVariantsPerFlag),
+  VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
 });
 
 export interface Config {
@@ -120,6 +129,8 @@ export interface Config {
   publicUrl: string | null;
   /** VEXIL_CORS_ORIGINS: origins allowed to call the OFREP routes from a browser (`*`: any); empty: none. */
   corsOrigins: string[];
+  /** Count and size limits per organization, flag and configuration (CONTRACT.md 14). */
+  tenancyLimits: TenancyLimits;
 }
 
 export class ConfigError extends Error {}
@@ -168,5 +179,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: e.VEXIL_METRICS_TOKEN ?? null,
     publicUrl: e.VEXIL_PUBLIC_URL?.replace(/\/+$/, '') ?? null,
     corsOrigins: e.VEXIL_CORS_ORIGINS ?? [],
+    tenancyLimits: {
+      maxFlagsPerOrg: e.VEXIL_MAX_FLAGS_PER_ORG,
+      maxKeysPerOrg: e.VEXIL_MAX_KEYS_PER_ORG,
+      maxConfigsPerFlag: e.VEXIL_MAX_CONFIGS_PER_FLAG,
+      maxRulesPerConfig: e.VEXIL_MAX_RULES_PER_CONFIG,
+      maxConditionsPerRule: e.VEXIL_MAX_CONDITIONS_PER_RULE,
+      maxVariantsPerFlag: e.VEXIL_MAX_VARIANTS_PER_FLAG,
+      maxValueBytes: e.VEXIL_MAX_VALUE_BYTES,
+    },
   };
 }

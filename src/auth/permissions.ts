@@ -55,6 +55,20 @@ export function requireEnvironment(p: Principal, stage: string): void {
   }
 }
 
+/**
+ * CONTRACT.md 14: environment scope binds writes. A key with an environment scope may write
+ * configurations of that environment only; flag-level writes (create, update, archive, restore,
+ * delete, environments, dependencies) need a key without environment scope.
+ */
+export function requireFlagLevelWriter(p: Principal): void {
+  if (p.environment !== null) {
+    throw new VexilError(
+      'FORBIDDEN',
+      `This key is scoped to environment '${p.environment}': it may write configurations of that environment only, not flags`,
+    );
+  }
+}
+
 /** Organization-level settings (environments, applications, kill switch) need an unscoped key. */
 export function requireUnscoped(p: Principal, what: string): void {
   if (p.application !== null || p.environment !== null) {

@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** A write that would pass a count limit (CONTRACT.md 14): flags, keys, configurations. */
+  QUOTA_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
@@ -41,6 +43,7 @@ export const badRequest = (message: string) => new VexilError('BAD_REQUEST', mes
 export const notFound = (message: string) => new VexilError('NOT_FOUND', message);
 export const forbidden = (message: string) => new VexilError('FORBIDDEN', message);
 export const conflict = (message: string) => new VexilError('CONFLICT', message);
+export const quotaExceeded = (message: string) => new VexilError('QUOTA_EXCEEDED', message);
 
 export function isVexilError(err: unknown): err is VexilError {
   return err instanceof VexilError;

@@ -82,3 +82,13 @@ export {
   parseFlagListQuery,
   type FlagListQuery,
 } from './validation/flag-list.js';
+export {
+  checkConfigLimits,
+  checkVariantLimits,
+  DEFAULT_TENANCY_LIMITS,
+  describeLimit,
+  jsonBytes,
+  LIMIT_SETTING,
+  quotaError,
+  type TenancyLimits,
+} from './validation/tenancy-limits.js';

@@ -100,6 +100,7 @@ registerOperations({
     body: 'CreateFlagInput',
     bodyRequired: true,
     responses: { 201: { description: 'The new flag', schema: 'Flag' } },
+    description: '409 `QUOTA_EXCEEDED` past VEXIL_MAX_FLAGS_PER_ORG; 400 past the variant limits (docs/limits.md); 403 for a key with an environment scope.',
     errors: [...AUTH_ERRORS, 409, ...BODY_ERRORS, 503],
   },
   'GET /api/flags/:name': {
@@ -136,6 +137,7 @@ registerOperations({
     body: 'UpsertFlagConfigInput',
     bodyRequired: true,
     responses: { 200: { description: 'The configuration', schema: 'FlagConfig' } },
+    description: '409 `QUOTA_EXCEEDED` for a new configuration past VEXIL_MAX_CONFIGS_PER_FLAG; 400 past the rule, condition and value limits (docs/limits.md).',
     errors: [...AUTH_ERRORS, 404, 409, ...BODY_ERRORS, 503],
   },
   'GET /api/keys': {
@@ -159,7 +161,8 @@ registerOperations({
     body: 'CreateManagementKeyInput',
     bodyRequired: true,
     responses: { 201: { description: 'The key record with its value, shown once', schema: 'CreatedManagementKey' } },
-    errors: [...AUTH_ERRORS, ...BODY_ERRORS, 503],
+    description: '409 `QUOTA_EXCEEDED` past VEXIL_MAX_KEYS_PER_ORG (disabled keys count).',
+    errors: [...AUTH_ERRORS, 409, ...BODY_ERRORS, 503],
   },
   'POST /api/keys/:id/rotate': {
     summary: 'Rotate a key: a new value, the old one stops working on every node',
@@ -175,7 +178,8 @@ registerOperations({
     security: MGMT,
     params: { id: 'Key id' },
     responses: { 200: { description: 'The key record', schema: 'ManagementKey' } },
-    errors: [...AUTH_ERRORS, 404, 503],
+    description: "409 `CONFLICT` for the organization's last enabled Admin key.",
+    errors: [...AUTH_ERRORS, 404, 409, 503],
   },
   'DELETE /api/keys/:id': {
     summary: 'Delete a key',
@@ -183,7 +187,8 @@ registerOperations({
     security: MGMT,
     params: { id: 'Key id' },
     responses: { 204: { description: 'Deleted' } },
-    errors: [...AUTH_ERRORS, 404, 503],
+    description: "409 `CONFLICT` for the organization's last enabled Admin key.",
+    errors: [...AUTH_ERRORS, 404, 409, 503],
   },
   'POST /api/operator/organizations': {
     summary: 'Create an organization with its first admin key (operator API)',
@@ -203,6 +208,17 @@ registerOperations({
     bodyRequired: true,
     responses: { 200: { description: 'The organization', schema: 'Organization' } },
     errors: [400, 401, 404, ...BODY_ERRORS, 503],
+  },
+  'POST /api/operator/organizations/:name/admin-keys': {
+    summary: 'Issue a new Admin key for an existing organization (operator API)',
+    description:
+      'CONTRACT.md 14. Takes no body. A new organization-wide key with Admin, CanRead and CanWrite, audited as `key.create` ' +
+      'by `{operator: true}`. 409 `QUOTA_EXCEEDED` past VEXIL_MAX_KEYS_PER_ORG.',
+    tags: ['Operator'],
+    security: ['operatorToken'],
+    params: { name: 'Organization name' },
+    responses: { 201: { description: 'The new Admin key, shown once', schema: 'IssuedAdminKey' } },
+    errors: [401, 404, 409, 503],
   },
   'POST /api/graphql': {
     summary: 'GraphQL (SPEC 4.3, CONTRACT.md 7): every query and mutation',

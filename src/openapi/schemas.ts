@@ -74,6 +74,7 @@ export const OrganizationSchema = z.object({
   applications: z.array(z.string()),
 });
 export const CreatedOrganizationSchema = OrganizationSchema.extend({ adminKey: keyValue });
+export const IssuedAdminKeySchema = z.object({ adminKey: keyValue });
 
 export const EvaluationSchema = z.object({
   variant: z.unknown().meta({ description: "The variant's value; null when the outcome has no variant" }),
@@ -85,7 +86,18 @@ export const EvaluationSchema = z.object({
 });
 
 export const ProblemSchema = z
-  .object({ type: z.string(), title: z.string(), status: z.number().int(), detail: z.string(), code: z.string() })
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().meta({
+      description:
+        'BAD_REQUEST, UNAUTHENTICATED, PAYMENT_REQUIRED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, ' +
+        'QUOTA_EXCEEDED (409: a count limit of CONTRACT.md 14, named in `detail`), PAYLOAD_TOO_LARGE, ' +
+        'UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL, UNAVAILABLE',
+    }),
+  })
   .meta({ description: 'RFC 9457 problem details; `code` is the GraphQL extensions.code for the same failure' });
 
 export const GraphQLRequestSchema = z.object({
@@ -144,6 +156,7 @@ export const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   RotatedManagementKey: RotatedKeySchema,
   Organization: OrganizationSchema,
   CreatedOrganization: CreatedOrganizationSchema,
+  IssuedAdminKey: IssuedAdminKeySchema,
   Evaluation: EvaluationSchema,
   Problem: ProblemSchema,
   AuditEvent: AuditEventSchema,

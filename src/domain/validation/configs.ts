@@ -15,6 +15,7 @@ import {
   quote,
   variantKey,
 } from './common.js';
+import { checkConfigLimits, DEFAULT_TENANCY_LIMITS, type TenancyLimits } from './tenancy-limits.js';
 import { parseDateTime } from './datetime.js';
 
 export interface ConditionInput {
@@ -150,8 +151,9 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
  * absent; date-times normalised). Checks everything that does not need the flag; the caller then
  * runs validateConfigAgainstFlag.
  */
-export function parseUpsertFlagConfig(data: unknown): UpsertFlagConfigInput {
+export function parseUpsertFlagConfig(data: unknown, limits: TenancyLimits = DEFAULT_TENANCY_LIMITS): UpsertFlagConfigInput {
   const p = parseInput(upsertConfigSchema, data, 'flag configuration');
+  checkConfigLimits(p, limits);
   const out: UpsertFlagConfigInput = {
     stage: p.stage,
     clientId: p.clientId ?? null,

@@ -19,6 +19,7 @@ import {
   tagsSchema,
   variantKey,
 } from './common.js';
+import { checkVariantLimits, DEFAULT_TENANCY_LIMITS, type TenancyLimits } from './tenancy-limits.js';
 
 export interface VariantInput {
   key: string;
@@ -104,8 +105,9 @@ function normaliseDependencies(
  * dependencies [] with variants null when absent); `environments` stays absent when not given.
  * Variants are checked against `type` with validateVariants.
  */
-export function parseCreateFlag(data: unknown): CreateFlagInput {
+export function parseCreateFlag(data: unknown, limits: TenancyLimits = DEFAULT_TENANCY_LIMITS): CreateFlagInput {
   const p = parseInput(createFlagSchema, data, 'flag');
+  checkVariantLimits(p.variants, limits);
   const out: CreateFlagInput = {
     name: p.name,
     project: p.project,
@@ -128,8 +130,9 @@ export function parseCreateFlag(data: unknown): CreateFlagInput {
  * that type here; otherwise the caller runs validateVariants against the stored flag's type or
  * variants.
  */
-export function parseUpdateFlag(data: unknown): UpdateFlagInput {
+export function parseUpdateFlag(data: unknown, limits: TenancyLimits = DEFAULT_TENANCY_LIMITS): UpdateFlagInput {
   const p = parseInput(updateFlagSchema, data, 'flag update');
+  if (p.variants != null) checkVariantLimits(p.variants, limits);
   const out: UpdateFlagInput = {};
   if (p.type != null) out.type = p.type;
   if (p.description !== undefined) out.description = p.description;

@@ -5,13 +5,22 @@
  * transaction, where the organization is locked. Each write returns its audit event (CONTRACT.md
  * 11) to `writeOrg`, which records it in the same transaction.
  *
- * Check order: permission (403), body (400), flag exists (404), application scope (403),
- * environment scope (403), then semantic validation (400) and conflicts (409).
+ * Check order: permission (403), environment scope of flag-level writes (403), body (400, size
+ * limits included), flag exists (404), application scope (403), environment scope of a
+ * configuration (403), then semantic validation (400), conflicts (409) and count limits (409
+ * QUOTA_EXCEEDED). Limits: CONTRACT.md 14, `rt.config.tenancyLimits`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
-import { requireApplication, requireEnvironment, requirePermission, type Principal } from '../../auth/permissions.js';
-import { badRequest, conflict, notFound } from '../../domain/errors.js';
+import {
+  inApplicationScope,
+  requireApplication,
+  requireEnvironment,
+  requireFlagLevelWriter,
+  requirePermission,
+  type Principal,
+} from '../../auth/permissions.js';
+import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
 import { clientIdApplication, findName, sameName } from '../../domain/names.js';
 import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
@@ -21,6 +30,7 @@ import {
   parseNameList,
   parseUpdateFlag,
   parseUpsertFlagConfig,
+  quotaError,
   validateConfigAgainstFlag,
   validateVariants,
   type UpsertFlagConfigInput,
@@ -131,13 +141,28 @@ function canonicalEnvironments(org: Organization, names: string[]): string[] {
 /**
  * Dependencies (SPEC 2.2, 4.2): each parent exists, has every environment of the dependent flag
  * (409), and lists only its own variants; the graph stays acyclic (409).
+ *
+ * CONTRACT.md 14: when `writer` is given (the dependencies are being written), each parent must
+ * be a flag that key can read. For a key with application scope, a parent outside its scope and a
+ * parent that does not exist are the same 403, so the answer tells nothing about the parent. An
+ * organization-wide key reads every flag: for it, a missing parent stays 400.
  */
-async function checkDependencies(tx: Queryable, orgId: string, flagName: string, environments: string[], deps: FlagDependency[]): Promise<void> {
+async function checkDependencies(
+  tx: Queryable,
+  orgId: string,
+  flagName: string,
+  environments: string[],
+  deps: FlagDependency[],
+  writer: Principal | null,
+): Promise<void> {
   if (deps.length === 0) return;
   const all = new Map((await store.dependencyGraph(tx, orgId, deps.map((d) => d.flag))).map((f) => [f.name, f]));
   for (const d of deps) {
     if (d.flag === flagName) throw badRequest(`Flag '${flagName}' cannot depend on itself`);
     const parent = all.get(d.flag);
+    if (writer !== null && writer.application !== null && (parent === undefined || !inApplicationScope(writer, parent.project))) {
+      throw forbidden(`Dependency parent '${d.flag}' is not a flag this key can read (key scoped to application '${writer.application}')`);
+    }
     if (parent === undefined) throw badRequest(`Dependency parent flag '${d.flag}' does not exist`);
     const missing = environments.filter((e) => !parent.environments.some((pe) => sameName(pe, e)));
     if (missing.length > 0) {
@@ -167,7 +192,9 @@ const normaliseDeps = (deps: { flag: string; variants?: string[] | null }[] | un
 export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  const input = parseCreateFlag(raw);
+  requireFlagLevelWriter(p);
+  const limits = rt.config.tenancyLimits;
+  const input = parseCreateFlag(raw, limits);
   requireApplication(p, input.project);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: input.name }, async (tx, org) => {
     const project = findName(org.applications, input.project);
@@ -176,7 +203,9 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
     const variants = validateVariants(input.type, input.variants);
     if ((await store.getFlag(tx, p.orgId, input.name)) !== null) throw conflict(`Flag '${input.name}' already exists`);
     const dependencies = normaliseDeps(input.dependencies);
-    await checkDependencies(tx, p.orgId, input.name, environments, dependencies);
+    await checkDependencies(tx, p.orgId, input.name, environments, dependencies, p);
+    // Counted with the organization locked: concurrent creates cannot pass the limit together.
+    if ((await store.countFlags(tx, p.orgId)) >= limits.maxFlagsPerOrg) throw quotaError(limits, 'maxFlagsPerOrg');
     const flag = await store.insertFlag(tx, p.orgId, {
       name: input.name,
       project,
@@ -195,7 +224,8 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
 export async function updateFlag(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  const input = parseUpdateFlag(raw);
+  requireFlagLevelWriter(p);
+  const input = parseUpdateFlag(raw, rt.config.tenancyLimits);
   // An update that only sets isArchived is an archive or a restore (GraphQL archiveFlag /
   // restoreFlag, or REST PUT {"isArchived": ...}); anything else is flag.update.
   const onlyArchive = input.isArchived !== undefined && Object.keys(input).length === 1;
@@ -218,7 +248,7 @@ export async function updateFlag(rt: Runtime, auth: Authenticated, name: string,
       }
     }
     const dependencies = input.dependencies !== undefined ? normaliseDeps(input.dependencies) : cur.dependencies;
-    if (input.dependencies !== undefined) await checkDependencies(tx, p.orgId, name, cur.environments, dependencies);
+    if (input.dependencies !== undefined) await checkDependencies(tx, p.orgId, name, cur.environments, dependencies, p);
     const saved = await store.saveFlag(tx, p.orgId, {
       ...cur,
       type,
@@ -238,6 +268,7 @@ export const setArchived = (rt: Runtime, auth: Authenticated, name: string, isAr
 export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
+  requireFlagLevelWriter(p);
   await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
     const cur = await loadForWrite(tx, p, name);
     const children = await store.flagsDependingOn(tx, p.orgId, name);
@@ -250,6 +281,7 @@ export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string)
 export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, name: string, rawEnvironments: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
+  requireFlagLevelWriter(p);
   const names = parseNameList(rawEnvironments, 'environments');
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
@@ -262,7 +294,7 @@ export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, n
       const lost = child.environments.find((e) => removed.includes(e));
       if (lost !== undefined) throw conflict(`Dependent flag '${child.name}' needs environment '${lost}'`);
     }
-    await checkDependencies(tx, p.orgId, name, environments, cur.dependencies);
+    await checkDependencies(tx, p.orgId, name, environments, cur.dependencies, null);
     const saved = (await store.saveFlag(tx, p.orgId, { ...cur, environments }))!;
     return { result: saved, audit: flagChange('flag.environments', cur, saved) };
   });
@@ -317,7 +349,8 @@ function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
 export async function upsertConfig(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  const input = parseUpsertFlagConfig(raw);
+  const limits = rt.config.tenancyLimits;
+  const input = parseUpsertFlagConfig(raw, limits);
   checkStorableWindow(input);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const flag = await loadForWrite(tx, p, name);
@@ -328,6 +361,9 @@ export async function upsertConfig(rt: Runtime, auth: Authenticated, name: strin
     }
     validateConfigAgainstFlag(flag, input);
     const before = await store.getConfig(tx, p.orgId, name, stage, input.clientId ?? null);
+    if (before === null && (await store.countConfigs(tx, p.orgId, name)) >= limits.maxConfigsPerFlag) {
+      throw quotaError(limits, 'maxConfigsPerFlag');
+    }
     const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
     return { result: saved, audit: configChange('config.upsert', flag, before, saved) };
   });

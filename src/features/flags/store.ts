@@ -196,3 +196,15 @@ export async function deleteConfig(q: Queryable, orgId: string, flagName: string
 export async function renameConfigStage(q: Queryable, orgId: string, from: string, to: string): Promise<void> {
   await q.query(`update flag_configs set stage = $3 where org_id = $1 and stage = $2`, [orgId, from, to]);
 }
+
+/** Flags of the organization (archived ones included): the VEXIL_MAX_FLAGS_PER_ORG count. */
+export async function countFlags(q: Queryable, orgId: string): Promise<number> {
+  const rows = await q.query<{ n: number }>('select count(*)::int as n from flags where org_id = $1', [orgId]);
+  return Number(rows[0].n);
+}
+
+/** Configurations of one flag (clientId ones included): the VEXIL_MAX_CONFIGS_PER_FLAG count. */
+export async function countConfigs(q: Queryable, orgId: string, flagName: string): Promise<number> {
+  const rows = await q.query<{ n: number }>('select count(*)::int as n from flag_configs where org_id = $1 and flag_name = $2', [orgId, flagName]);
+  return Number(rows[0].n);
+}

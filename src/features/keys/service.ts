@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
 import { generateKeyValue, hashKey } from '../../auth/key-material.js';
 import { requireAdmin } from '../../auth/permissions.js';
-import { badRequest, notFound, VexilError } from '../../domain/errors.js';
+import { badRequest, conflict, notFound, VexilError } from '../../domain/errors.js';
 import { findName } from '../../domain/names.js';
 import type { ManagementKey } from '../../domain/types.js';
-import { parseCreateKey } from '../../domain/validation.js';
+import { parseCreateKey, quotaError } from '../../domain/validation.js';
 import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { keyChange } from '../audit/events.js';
@@ -55,6 +55,7 @@ export function listKeys(rt: Runtime, auth: Authenticated): Promise<KeyView[]> {
 export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown): Promise<IssuedKey> {
   requireAdmin(auth.principal);
   const input = parseCreateKey(raw);
+  const limits = rt.config.tenancyLimits;
   if (input.permissions.includes('Admin') && (input.application !== null || input.environment !== null)) {
     throw badRequest('A key with the Admin permission must be organization-wide (no application or environment)');
   }
@@ -66,6 +67,7 @@ export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown):
     const environment = input.environment === null ? null : findName(org.environments, input.environment);
     if (application === undefined) throw badRequest(`Unknown application '${input.application}'`);
     if (environment === undefined) throw badRequest(`Unknown environment '${input.environment}'`);
+    if ((await store.countKeys(tx, org.id)) >= limits.maxKeysPerOrg) throw quotaError(limits, 'maxKeysPerOrg');
     const key = keyView(await store.insertKey(
       tx,
       { id: randomUUID(), orgId: org.id, name: input.name, permissions: input.permissions, application, environment },
@@ -113,15 +115,29 @@ export function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise
   });
 }
 
+/**
+ * CONTRACT.md 14: the organization always keeps an enabled Admin key. Disabling or deleting the
+ * last one is 409 CONFLICT (the operator API can issue a new one). Runs inside the write, where
+ * the organization is locked, so two concurrent removals cannot both pass.
+ */
+async function keepAnAdmin(tx: Queryable, orgId: string, key: KeyView): Promise<void> {
+  const admins = await store.enabledAdminKeyIds(tx, orgId);
+  if (admins.includes(key.id) && admins.length === 1) {
+    throw conflict(`Management key '${key.id}' is the organization's last enabled Admin key; create another Admin key first`);
+  }
+}
+
 export function disableKey(rt: Runtime, auth: Authenticated, id: string): Promise<KeyView> {
-  return changeKey(rt, auth, id, 'key.disable', async (tx) => {
+  return changeKey(rt, auth, id, 'key.disable', async (tx, before) => {
+    await keepAnAdmin(tx, auth.principal.orgId, before);
     const key = keyView((await store.disableKey(tx, auth.principal.orgId, id))!);
     return { result: key, after: key };
   });
 }
 
 export function deleteKey(rt: Runtime, auth: Authenticated, id: string): Promise<void> {
-  return changeKey(rt, auth, id, 'key.delete', async (tx) => {
+  return changeKey(rt, auth, id, 'key.delete', async (tx, before) => {
+    await keepAnAdmin(tx, auth.principal.orgId, before);
     await store.deleteKey(tx, auth.principal.orgId, id);
     return { result: undefined, after: null };
   });

@@ -100,3 +100,18 @@ export async function renameKeyScope(q: Queryable, orgId: string, column: 'appli
   );
   return rows.map((r) => r.id);
 }
+
+/** Keys of the organization, disabled ones included: the VEXIL_MAX_KEYS_PER_ORG count. */
+export async function countKeys(q: Queryable, orgId: string): Promise<number> {
+  const rows = await q.query<{ n: number }>('select count(*)::int as n from management_keys where org_id = $1', [orgId]);
+  return Number(rows[0].n);
+}
+
+/** Enabled organization-wide keys with the Admin permission: the keys that can manage keys. */
+export async function enabledAdminKeyIds(q: Queryable, orgId: string): Promise<string[]> {
+  const rows = await q.query<{ id: string; permissions: Permission[] }>(
+    'select id, permissions from management_keys where org_id = $1 and disabled = false and application is null and environment is null',
+    [orgId],
+  );
+  return rows.filter((r) => r.permissions.includes('Admin')).map((r) => r.id);
+}

@@ -6,7 +6,7 @@ import { admitOperator } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
-import { createOrganization, patchOrganization } from './service.js';
+import { createOrganization, issueAdminKey, patchOrganization } from './service.js';
 
 export function operatorRoutes(rt: Runtime): Route[] {
   const management = { admit: admitOperator(rt) };
@@ -22,6 +22,13 @@ export function operatorRoutes(rt: Runtime): Route[] {
       pattern: '/api/operator/organizations/:name',
       management,
       handler: async (inc) => ({ status: 200, body: await patchOrganization(rt, inc.params[0], jsonObjectBody(inc)) }),
+    },
+    {
+      // CONTRACT.md 14: a new Admin key for an existing organization. Takes no body.
+      method: 'post',
+      pattern: '/api/operator/organizations/:name/admin-keys',
+      management,
+      handler: async (inc) => ({ status: 201, body: await issueAdminKey(rt, inc.params[0]) }),
     },
   ];
 }

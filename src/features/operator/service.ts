@@ -6,7 +6,13 @@ import type { Runtime } from '../../runtime.js';
 import { getOrgByName, updateOrgSettings } from '../organizations/store.js';
 import { provisionOrganization } from '../organizations/provision.js';
 import { orgChange } from '../audit/events.js';
-import { auditedTransaction, OPERATOR, writeOrg } from '../write.js';
+import { auditedTransaction, OPERATOR, writeOrg, writeOrgKeys } from '../write.js';
+import { randomUUID } from 'node:crypto';
+import { generateKeyValue, hashKey } from '../../auth/key-material.js';
+import { quotaError } from '../../domain/validation.js';
+import { countKeys, insertKey } from '../keys/store.js';
+import { keyChange } from '../audit/events.js';
+import { keyView } from '../keys/service.js';
 
 export interface OrganizationView {
   name: string;
@@ -43,5 +49,27 @@ export async function patchOrganization(rt: Runtime, name: string, raw: unknown)
       result: view(saved),
       audit: orgChange('org.subscription', saved.name, { subscriptionActive: locked.subscriptionActive }, { subscriptionActive: saved.subscriptionActive }),
     };
+  });
+}
+
+/**
+ * CONTRACT.md 14: a new organization-wide Admin key for an existing organization (for instance
+ * when its Admin key values are lost). Recorded in that organization's log as `key.create` by
+ * `{operator: true}` (the key record, never its value). The key counts against
+ * VEXIL_MAX_KEYS_PER_ORG like any other.
+ */
+export async function issueAdminKey(rt: Runtime, name: string): Promise<{ adminKey: string }> {
+  const org = await getOrgByName(rt.db, name);
+  if (org === null) throw notFound(`Organization '${name}' not found`);
+  const limits = rt.config.tenancyLimits;
+  const value = generateKeyValue();
+  return writeOrgKeys(rt, OPERATOR, org.id, async (tx) => {
+    if ((await countKeys(tx, org.id)) >= limits.maxKeysPerOrg) throw quotaError(limits, 'maxKeysPerOrg');
+    const key = keyView(await insertKey(
+      tx,
+      { id: randomUUID(), orgId: org.id, name: 'admin', permissions: ['Admin', 'CanRead', 'CanWrite'], application: null, environment: null },
+      hashKey(value),
+    ));
+    return { result: { adminKey: value }, audit: keyChange('key.create', null, key) };
   });
 }
