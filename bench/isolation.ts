@@ -11,8 +11,9 @@
  *   admin#i: evaluation while the admin loop (bench/admin-loop.ts, a child on CPU 1 beside the
  *            generator) sends, one at a time: the unpaged flag list, a search, the next GraphQL page
  *            of 1,000 flags with configurations, the audit log;
- *   after#i: from the admin loop's stop until its last request has answered, plus 1 s (kept apart
- *            so that neither the admin slices nor the quiet ones absorb the tail).
+ *   after#i: from the admin loop's stop until its last request has answered, plus 1 s or, if
+ *            longer, the slice's slowest admin request (evaluations queued behind it drain): kept
+ *            apart so that neither the admin slices nor the quiet ones absorb the tail.
  *
  * Aims (issue 15): evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
@@ -137,8 +138,12 @@ export const isolation: CustomScenario = {
             await sleep(sliceMs);
             enter('after', i);
             adminChild.proc.kill('SIGUSR2');
-            records.push(...(JSON.parse((await answer)[0]) as { records: AdminRecord[] }).records);
-            await sleep(SETTLE_MS);
+            const got = (JSON.parse((await answer)[0]) as { records: AdminRecord[] }).records;
+            records.push(...got);
+            // Evaluations that queued behind a long admin request drain meanwhile: at a third of
+            // capacity, a backlog of B seconds drains in about B / 2, so settling as long as the
+            // slowest admin request keeps the next quiet slice clear of it.
+            await sleep(Math.max(SETTLE_MS, ...got.map((r) => r.ms)));
           }
           book.enter(undefined);
         },
@@ -156,7 +161,7 @@ export const isolation: CustomScenario = {
         Array.from({ length: slices }, (_, i) => phases[`${kind}#${i + 1}`]).map((p) => (p ? ms2(p.latencyMs.p99) : '-')).join(', ');
       const common = [
         `fixed ${rate} req/s = ${(rate / capacity * 100).toFixed(0)} % of the ${capacity.toFixed(0)} req/s measured closed-loop; ${slices} × (${opts.durationSec} s quiet, ` +
-          `${opts.durationSec} s admin, admin drain + ${SETTLE_MS / 1000} s)`,
+          `${opts.durationSec} s admin, admin drain + max(${SETTLE_MS / 1000} s, slowest admin request))`,
         `generator: ${load.paced?.lateStarts ?? 0} requests waited for a free connection (at most ${load.paced?.maxBacklog ?? 0}), ` +
           `event-loop delay p99 ${ms2(load.generatorLoopDelayMs?.p99 ?? NaN)} ms, max ${ms2(load.generatorLoopDelayMs?.max ?? NaN)} ms`,
       ];
@@ -165,7 +170,7 @@ export const isolation: CustomScenario = {
         const cpu = book.byKind.get(kind);
         const row: Measurement = {
           name: `isolation-${kind}`,
-          description: kind === 'quiet' ? 'evaluation only' : kind === 'admin' ? 'evaluation while the admin loop runs' : 'from the admin loop\'s stop until its last answer, + 1 s',
+          description: kind === 'quiet' ? 'evaluation only' : kind === 'admin' ? 'evaluation while the admin loop runs' : 'from the admin loop\'s stop until its last answer, + max(1 s, slowest admin request)',
           status: 'ok',
           evalWorkers: workersLabel(opts),
           load: { ...load, durationSec: p.wallSec, requests: p.requests, rps: p.requests / p.wallSec, latencyMs: p.latencyMs, non2xx: p.non2xx, errors: p.errors, timeouts: p.timeouts, statusCodes: p.statusCodes, phases: undefined },

@@ -2,7 +2,7 @@
  * `npm run bench -- large-org` (issue 15): what an admin of a 100,000-flag organization waits for,
  * on an otherwise idle node (pinned to CPU 0) seeded directly with VEXIL_BENCH_ORG_FLAGS (100,000)
  * flags: a page of the flag list, a page deep in it, a search, the full unpaged list, GraphQL pages
- * of 1,000 flags with their configurations (each VEXIL_BENCH_LARGE_REPS = 20 times, round robin:
+ * of 1,000 flags with their configurations (each VEXIL_BENCH_LARGE_REPS = 10 times, round robin:
  * median and p95, bytes, items, X-Total-Count and Link), then once the document CONTRACT.md 13
  * refuses (20 aliases of every flag with its configurations): the time to answer, whether it was
  * refused, and the node's RSS before and after. The UI's figures come from the browser test's JSON
@@ -170,7 +170,7 @@ export const largeOrg: CustomScenario = {
   name: 'large-org',
   description:
     'An idle node with VEXIL_BENCH_ORG_FLAGS (100,000) flags: a page, a deep page, a search, the full list and GraphQL pages of 1,000 flags ' +
-    'with configurations (median and p95 of VEXIL_BENCH_LARGE_REPS = 20, sent from CPU 1), then the 20-alias document CONTRACT.md 13 refuses ' +
+    'with configurations (median and p95 of VEXIL_BENCH_LARGE_REPS = 10, sent from CPU 1), then the 20-alias document CONTRACT.md 13 refuses ' +
     '(time, refused or not, node RSS before/after), and the UI browser test\'s figures when bench/results/ui-100k.json exists.',
   async run(rc) {
     const rows: Measurement[] = [];
@@ -180,7 +180,7 @@ export const largeOrg: CustomScenario = {
         baseUrl: target.baseUrl,
         key: rc.adminKey,
         flags,
-        reps: Number(process.env.VEXIL_BENCH_LARGE_REPS ?? '20'),
+        reps: Number(process.env.VEXIL_BENCH_LARGE_REPS ?? '10'),
         serverPid: target.pids[0],
         refusedTimeoutMs: 60_000,
       };

@@ -102,7 +102,7 @@ function usage(): string {
     '  isolation   evaluation p99 with and without an admin loop on a 100,000-flag node, alternating --duration slices;',
     '              VEXIL_BENCH_ISOLATION_SLICES (6) pairs, VEXIL_BENCH_ISOLATION_FRACTION (0.35) of the measured capacity or',
     '              VEXIL_BENCH_ISOLATION_RATE req/s, VEXIL_BENCH_ADMIN_PAUSE_MS (0) between admin requests',
-    '  large-org   page, search, full list, GraphQL pages, the refused document (VEXIL_BENCH_LARGE_REPS, 20) and the UI',
+    '  large-org   page, search, full list, GraphQL pages, the refused document (VEXIL_BENCH_LARGE_REPS, 10) and the UI',
     '              figures of bench/results/ui-100k.json (VEXIL_BENCH_UI_JSON); both: VEXIL_BENCH_ORG_FLAGS (100000)',
   ].join('\n');
 }
