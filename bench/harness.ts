@@ -9,7 +9,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runLoadInChild, type LoadResult } from './load.js';
+import { runLoadInChild, type LoadResult, type PhaseControl } from './load.js';
 import { canPin, cpuSeconds, freePort, peakRssMiB, pinned, processTree, startChild, systemCpu, track, type Child } from './proc.js';
 import type { HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenarios.js';
 import type { SeedResult } from './seed.js';
@@ -365,11 +365,11 @@ export interface MeasureOptions {
   /** Started right before the measured run, stopped right after it. */
   background?: () => Background;
   /**
-   * Phase mode (load.ts LoadOptions.phases): called when the measured run starts, with the function
+   * Phase mode (load.ts LoadOptions.phases): called when the measured run starts, with the handle
    * that starts a phase of the generator; the run ends when the promise settles (--duration is not
    * used). Needs `rate`.
    */
-  drive?: (phase: (name: string) => void) => Promise<void>;
+  drive?: (control: PhaseControl) => Promise<void>;
 }
 
 export type MeasureResult = Pick<Measurement, 'load' | 'server' | 'bound' | 'otherCpu'> & {
@@ -439,12 +439,12 @@ export async function measure(opts: HarnessOptions, target: Target, req: LoadReq
   let cpu0 = treeCpu(trees);
   let bg: Background | undefined;
   let driven: Promise<void> | undefined;
-  const onStart = (send: (line: string) => void): void => {
+  const onStart = (control: PhaseControl): void => {
     sys0 = systemCpu();
     wall0 = performance.now();
     cpu0 = treeCpu(trees);
     bg = mo.background?.();
-    driven = mo.drive?.((name) => send(`phase ${name}`)).finally(() => send('end'));
+    driven = mo.drive?.(control).finally(() => control.end());
     driven?.catch(() => {}); // awaited below, once the generator has ended
   };
   let load: LoadResult;

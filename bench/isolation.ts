@@ -11,9 +11,9 @@
  *   admin#i: evaluation while the admin loop (bench/admin-loop.ts, a child on CPU 1 beside the
  *            generator) sends, one at a time: the unpaged flag list, a search, the next GraphQL page
  *            of 1,000 flags with configurations, the audit log;
- *   after#i: from the admin loop's stop until its last request has answered, plus 1 s or, if
- *            longer, the slice's slowest admin request (evaluations queued behind it drain): kept
- *            apart so that neither the admin slices nor the quiet ones absorb the tail.
+ *   after#i: from the admin loop's stop until its last request has answered, then until no
+ *            evaluation waits for a connection any more (the backlog the admin work left), then
+ *            1 s: kept apart so that neither the admin slices nor the quiet ones absorb the tail.
  *
  * Aims (issue 15): evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
@@ -30,6 +30,8 @@ import type { CustomScenario } from './suites.js';
 const KINDS = ['quiet', 'admin', 'after'] as const;
 type Kind = (typeof KINDS)[number];
 const SETTLE_MS = 1000;
+/** Longest wait for the evaluation backlog to drain after an admin slice. */
+const DRAIN_CAP_MS = 60_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const treeCpu = (pid: number): number => processTree(pid).reduce((s, p) => s + (Number.isFinite(cpuSeconds(p)) ? cpuSeconds(p) : 0), 0);
@@ -121,12 +123,14 @@ export const isolation: CustomScenario = {
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
       const records: AdminRecord[] = [];
+      /** Per admin slice: ms from the admin's last answer until no evaluation waited (Infinity: not within DRAIN_CAP_MS). */
+      const drains: number[] = [];
       const m = await measure(opts, target, req, {
         rate,
-        drive: async (phase) => {
+        drive: async (gen) => {
           const enter = (kind: Kind, i: number): void => {
             book.enter(kind);
-            phase(`${kind}#${i}`);
+            gen.phase(`${kind}#${i}`);
           };
           for (let i = 1; i <= slices; i++) {
             log(`  slice pair ${i}/${slices}`);
@@ -138,12 +142,13 @@ export const isolation: CustomScenario = {
             await sleep(sliceMs);
             enter('after', i);
             adminChild.proc.kill('SIGUSR2');
-            const got = (JSON.parse((await answer)[0]) as { records: AdminRecord[] }).records;
-            records.push(...got);
-            // Evaluations that queued behind a long admin request drain meanwhile: at a third of
-            // capacity, a backlog of B seconds drains in about B / 2, so settling as long as the
-            // slowest admin request keeps the next quiet slice clear of it.
-            await sleep(Math.max(SETTLE_MS, ...got.map((r) => r.ms)));
+            records.push(...(JSON.parse((await answer)[0]) as { records: AdminRecord[] }).records);
+            // Evaluations that queued behind the admin work must have left before the next quiet
+            // slice starts, or it would measure the admin's backlog.
+            const t0 = performance.now();
+            const drained = await Promise.race([gen.drained().then(() => true), sleep(DRAIN_CAP_MS).then(() => false)]);
+            drains.push(drained ? performance.now() - t0 : Infinity);
+            await sleep(SETTLE_MS);
           }
           book.enter(undefined);
         },
@@ -161,7 +166,7 @@ export const isolation: CustomScenario = {
         Array.from({ length: slices }, (_, i) => phases[`${kind}#${i + 1}`]).map((p) => (p ? ms2(p.latencyMs.p99) : '-')).join(', ');
       const common = [
         `fixed ${rate} req/s = ${(rate / capacity * 100).toFixed(0)} % of the ${capacity.toFixed(0)} req/s measured closed-loop; ${slices} × (${opts.durationSec} s quiet, ` +
-          `${opts.durationSec} s admin, admin drain + max(${SETTLE_MS / 1000} s, slowest admin request))`,
+          `${opts.durationSec} s admin, admin and evaluation backlog drain + ${SETTLE_MS / 1000} s)`,
         `generator: ${load.paced?.lateStarts ?? 0} requests waited for a free connection (at most ${load.paced?.maxBacklog ?? 0}), ` +
           `event-loop delay p99 ${ms2(load.generatorLoopDelayMs?.p99 ?? NaN)} ms, max ${ms2(load.generatorLoopDelayMs?.max ?? NaN)} ms`,
       ];
@@ -170,7 +175,7 @@ export const isolation: CustomScenario = {
         const cpu = book.byKind.get(kind);
         const row: Measurement = {
           name: `isolation-${kind}`,
-          description: kind === 'quiet' ? 'evaluation only' : kind === 'admin' ? 'evaluation while the admin loop runs' : 'from the admin loop\'s stop until its last answer, + max(1 s, slowest admin request)',
+          description: kind === 'quiet' ? 'evaluation only' : kind === 'admin' ? 'evaluation while the admin loop runs' : 'from the admin loop\'s stop until its last answer and the evaluation backlog has drained, + 1 s',
           status: 'ok',
           evalWorkers: workersLabel(opts),
           load: { ...load, durationSec: p.wallSec, requests: p.requests, rps: p.requests / p.wallSec, latencyMs: p.latencyMs, non2xx: p.non2xx, errors: p.errors, timeouts: p.timeouts, statusCodes: p.statusCodes, phases: undefined },
@@ -191,6 +196,8 @@ export const isolation: CustomScenario = {
       quietRow.notes = [...(quietRow.notes ?? []), ...common, note];
       const adminRow = rows.find((r) => r.name === 'isolation-admin');
       if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`];
+      const afterRow = rows.find((r) => r.name === 'isolation-after');
+      if (afterRow) afterRow.notes = [...(afterRow.notes ?? []), `evaluation backlog drained ${drains.map((d) => (Number.isFinite(d) ? `${d.toFixed(0)} ms` : `not within ${DRAIN_CAP_MS / 1000} s`)).join(', ')} after the admin's last answer`];
       const targets = [
         {
           target: 'isolation: evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms)',
@@ -209,7 +216,7 @@ export const isolation: CustomScenario = {
           met: adm.all200,
         },
       ];
-      quietRow.extra = { isolation: { rate, capacity, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records }, targets };
+      quietRow.extra = { isolation: { rate, capacity, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records }, targets };
       for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
       return rows;
     } finally {

@@ -54,8 +54,9 @@ export interface LoadOptions {
    * measured run lasts. `phase NAME` starts a phase: every request issued from then on (its
    * scheduled time, not its answer) counts in NAME, and also in the part of NAME before a `#`
    * (`admin#3` counts in `admin#3` and `admin`); transport errors count in the phase current when
-   * they happen. `end` ends the run before durationSec (which is then a cap). The result carries
-   * `phases`. The warm-up is never phased.
+   * they happen. `drained?` asks to be told (DRAINED_MARKER on stderr) as soon as no due request
+   * waits for a free connection (paced mode), at once if none does. `end` ends the run before
+   * durationSec (which is then a cap). The result carries `phases`. The warm-up is never phased.
    */
   phases?: boolean;
 }
@@ -125,6 +126,8 @@ export async function runLoad(options: LoadOptions, onMeasureStart?: () => void)
 
 /** Printed alone on stderr by `load.js --json` when the measured run starts (after the warm-up). */
 export const MEASURE_START_MARKER = '@@vexil-bench-measuring';
+/** Printed alone on stderr in phase mode when asked `drained?` and no due request waits (LoadOptions.phases). */
+export const DRAINED_MARKER = '@@vexil-bench-drained';
 
 type Normalized = Required<Omit<LoadOptions, 'body'>> & { body: string | undefined };
 
@@ -548,7 +551,7 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
   }, Math.min(1000, timeoutMs));
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, o.durationSec * 1000);
-    if (stats.phases !== undefined) readPhases(stats.phases, () => {
+    if (stats.phases !== undefined) readPhases(stats.phases, () => pacer?.waiting ?? 0, () => {
       clearTimeout(timer);
       resolve();
     });
@@ -585,8 +588,12 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
 }
 
 /** Phase mode: `phase NAME` and `end` lines on this process's stdin (LoadOptions.phases). */
-function readPhases(phases: Phases, end: () => void): void {
+function readPhases(phases: Phases, waiting: () => number, end: () => void): void {
   let buf = '';
+  const whenDrained = (): void => {
+    if (waiting() === 0) process.stderr.write(`${DRAINED_MARKER}\n`);
+    else setTimeout(whenDrained, 5);
+  };
   const done = (): void => {
     process.stdin.removeAllListeners('data');
     process.stdin.pause();
@@ -600,6 +607,7 @@ function readPhases(phases: Phases, end: () => void): void {
       const line = buf.slice(0, nl).trim();
       buf = buf.slice(nl + 1);
       if (line.startsWith('phase ')) phases.enter(line.slice(6).trim(), performance.now());
+      else if (line === 'drained?') whenDrained();
       else if (line === 'end') return done();
     }
   });
@@ -620,6 +628,11 @@ class Pacer {
   private head = 0;
   maxBacklog = 0;
   lateStarts = 0;
+
+  /** Due requests waiting for a free connection now. */
+  get waiting(): number {
+    return this.backlog.length - this.head;
+  }
 
   constructor(private readonly rate: number) {}
 
@@ -745,15 +758,34 @@ const THIS_FILE = fileURLToPath(import.meta.url);
  * (e.g. "1") with taskset when available, so the generator never shares a
  * core with the server under test. `onMeasureStart` is called when the child
  * reports that its measured run (after its in-process warm-up) starts; in phase mode
- * (options.phases) it gets the function that writes a line to the child's stdin.
+ * (options.phases) it gets the handle that switches phases and waits for the backlog to drain.
  */
-export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeasureStart?: (send: (line: string) => void) => void): Promise<LoadResult> {
+/** Phase mode's handle on the generator child (LoadOptions.phases). */
+export interface PhaseControl {
+  /** Every request issued from now on counts in `name` (and its part before a `#`). */
+  phase(name: string): void;
+  /** Resolves once no due request waits for a free connection. */
+  drained(): Promise<void>;
+  /** Ends the measured run. */
+  end(): void;
+}
+
+export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeasureStart?: (control: PhaseControl) => void): Promise<LoadResult> {
   const [cmd, args] = pinned(cpus, process.execPath, [THIS_FILE, '--json', '--spec', JSON.stringify(options)]);
   // Phase mode: `send('phase NAME')` / `send('end')` reach the child's stdin.
   const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.on('error', () => {}); // a line sent after the child ended
   const send = (line: string): void => {
     if (child.exitCode === null) child.stdin.write(`${line}\n`);
+  };
+  const drainWaiters: Array<() => void> = [];
+  const control: PhaseControl = {
+    phase: (name) => send(`phase ${name}`),
+    drained: () => new Promise<void>((resolve) => {
+      drainWaiters.push(resolve);
+      send('drained?');
+    }),
+    end: () => send('end'),
   };
   track(child);
   let out = '';
@@ -765,7 +797,11 @@ export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeas
     if (!started && err.includes(MEASURE_START_MARKER)) {
       started = true;
       err = err.replace(`${MEASURE_START_MARKER}\n`, '');
-      onMeasureStart?.(send);
+      onMeasureStart?.(control);
+    }
+    while (err.includes(`${DRAINED_MARKER}\n`)) {
+      err = err.replace(`${DRAINED_MARKER}\n`, '');
+      drainWaiters.shift()?.();
     }
   });
   const code = await new Promise<number | null>((resolve, reject) => {
