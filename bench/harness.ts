@@ -9,9 +9,10 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runLoadInChild, type LoadResult } from './load.js';
+import { runLoadInChild, type LoadResult, type PhaseControl } from './load.js';
 import { canPin, cpuSeconds, freePort, peakRssMiB, pinned, processTree, startChild, systemCpu, track, type Child } from './proc.js';
 import type { HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenarios.js';
+import type { SeedResult } from './seed.js';
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench/*.js -> repo root; falls back to the working directory. */
@@ -123,6 +124,13 @@ export function templateDataDir(opts: HarnessOptions): Promise<string> {
 }
 
 export function removeTemplate(): void {
+  for (const t of seededTemplates.values()) {
+    void t.then(({ dir }) => {
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    }, () => {});
+  }
+  seededTemplates.clear();
   if (templateDir !== undefined) {
     rmSync(templateDir, { recursive: true, force: true });
     tempDirs.delete(templateDir);
@@ -131,13 +139,39 @@ export function removeTemplate(): void {
   }
 }
 
-/** A fresh PGlite data directory: a copy of the run's template. */
-export async function freshDataDir(opts: HarnessOptions): Promise<string> {
-  const template = await templateDataDir(opts);
+/** A temporary copy of `template` (removed at stop or exit). */
+function copyOf(template: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'vexil-bench-'));
   tempDirs.add(dir);
   cpSync(template, dir, { recursive: true });
   return dir;
+}
+
+/** A fresh PGlite data directory: a copy of the run's template. */
+export async function freshDataDir(opts: HarnessOptions): Promise<string> {
+  return copyOf(await templateDataDir(opts));
+}
+
+/** Seeds a fresh copy of the template with `flags` flags (bench/seed.ts, directly in PGlite). */
+export async function seededDataDir(opts: HarnessOptions, adminKey: string, flags: number): Promise<{ dir: string; seed: SeedResult }> {
+  const dir = await freshDataDir(opts);
+  const seed = await runNodeJson<SeedResult>(path.join(HERE, 'seed.js'), ['--data-dir', dir, '--flags', String(flags), '--admin-key', adminKey], {
+    timeoutSec: 900,
+  });
+  return { dir, seed };
+}
+
+const seededTemplates = new Map<number, Promise<{ dir: string; seed: SeedResult }>>();
+
+/**
+ * A fresh copy of a data directory seeded once per run with `flags` flags: the scenarios of one
+ * large organization (isolation, large-org) share the seeding, each node starts on its own copy.
+ */
+export async function seededCopy(opts: HarnessOptions, adminKey: string, flags: number): Promise<{ dir: string; seed: SeedResult }> {
+  let t = seededTemplates.get(flags);
+  if (t === undefined) seededTemplates.set(flags, (t = seededDataDir(opts, adminKey, flags)));
+  const { dir, seed } = await t;
+  return { dir: copyOf(dir), seed };
 }
 
 /** The VEXIL_EVAL_WORKERS a service started with `env` runs with, for the table. */
@@ -330,6 +364,12 @@ export interface MeasureOptions {
   warmupSec?: number;
   /** Started right before the measured run, stopped right after it. */
   background?: () => Background;
+  /**
+   * Phase mode (load.ts LoadOptions.phases): called when the measured run starts, with the handle
+   * that starts a phase of the generator; the run ends when the promise settles (--duration is not
+   * used). Needs `rate`.
+   */
+  drive?: (control: PhaseControl) => Promise<void>;
 }
 
 export type MeasureResult = Pick<Measurement, 'load' | 'server' | 'bound' | 'otherCpu'> & {
@@ -390,7 +430,7 @@ export async function measure(opts: HarnessOptions, target: Target, req: LoadReq
   const loadCpus = opts.pin ? LOAD_CPUS : undefined;
   if (opts.quietWaitSec > 0) await waitQuiet(opts.quietWaitSec);
   const warmupSec = mo.warmupSec ?? opts.warmupSec;
-  log(`  ${warmupSec > 0 ? `warm-up ${warmupSec} s, then ` : ''}measuring ${opts.durationSec} s${mo.rate ? ` at a fixed ${mo.rate.toFixed(0)} req/s` : ''}`);
+  log(`  ${warmupSec > 0 ? `warm-up ${warmupSec} s, then ` : ''}measuring ${mo.drive ? 'in phases' : `${opts.durationSec} s`}${mo.rate ? ` at a fixed ${mo.rate.toFixed(0)} req/s` : ''}`);
   // CPU of each node's whole process tree (a service may fork helpers).
   const trees = target.pids.map(processTree);
   // The window starts when the generator's measured run starts (after its in-process warm-up).
@@ -398,16 +438,21 @@ export async function measure(opts: HarnessOptions, target: Target, req: LoadReq
   let wall0 = performance.now();
   let cpu0 = treeCpu(trees);
   let bg: Background | undefined;
-  const onStart = (): void => {
+  let driven: Promise<void> | undefined;
+  const onStart = (control: PhaseControl): void => {
     sys0 = systemCpu();
     wall0 = performance.now();
     cpu0 = treeCpu(trees);
     bg = mo.background?.();
+    driven = mo.drive?.(control).finally(() => control.end());
+    driven?.catch(() => {}); // awaited below, once the generator has ended
   };
   let load: LoadResult;
   let background: MeasureResult['background'];
   try {
-    load = await runLoadInChild({ ...spec, warmupSec, durationSec: opts.durationSec }, loadCpus, onStart);
+    const phased = mo.drive !== undefined ? { phases: true, durationSec: 24 * 3600 } : { durationSec: opts.durationSec };
+    load = await runLoadInChild({ ...spec, warmupSec, ...phased }, loadCpus, onStart);
+    await driven;
   } finally {
     background = await bg?.stop();
   }

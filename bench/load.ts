@@ -49,6 +49,30 @@ export interface LoadOptions {
    * counts (no coordinated omission). Pipelining is 1 in this mode. 0 or absent: closed loop.
    */
   rate?: number;
+  /**
+   * Phase mode (the runner's isolation scenario): this process reads lines from its stdin while the
+   * measured run lasts. `phase NAME` starts a phase: every request issued from then on (its
+   * scheduled time, not its answer) counts in NAME, and also in the part of NAME before a `#`
+   * (`admin#3` counts in `admin#3` and `admin`); transport errors count in the phase current when
+   * they happen. `drained?` asks to be told (DRAINED_MARKER on stderr) as soon as no due request
+   * waits for a free connection (paced mode), at once if none does. `end` ends the run before
+   * durationSec (which is then a cap). The result carries `phases`. The warm-up is never phased.
+   */
+  phases?: boolean;
+}
+
+/** One phase of a phased run (LoadOptions.phases). */
+export interface PhaseResult {
+  /** Wall time the phase was current, summed over its occurrences. */
+  wallSec: number;
+  requests: number;
+  latencyMs: LoadResult['latencyMs'];
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  /** The generator's own event-loop delay (ms): the worst p99 of the phase's occurrences, and the max. */
+  generatorLoopDelayMs: { p99: number; max: number };
 }
 
 export interface LoadResult {
@@ -78,6 +102,8 @@ export interface LoadResult {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /** Phase mode: figures per phase name (LoadOptions.phases). */
+  phases?: Record<string, PhaseResult>;
   /**
    * CPU time of the generator process over the measured run; `processTotalSec`
    * is its whole life so far (start-up and warm-up included).
@@ -94,12 +120,14 @@ export interface LoadResult {
 export async function runLoad(options: LoadOptions, onMeasureStart?: () => void): Promise<LoadResult> {
   const o = normalize(options);
   const run = o.engine === 'autocannon' ? runAutocannon : runLean;
-  if (o.warmupSec > 0) await run({ ...o, durationSec: o.warmupSec });
+  if (o.warmupSec > 0) await run({ ...o, durationSec: o.warmupSec, phases: false });
   return run(o, onMeasureStart);
 }
 
 /** Printed alone on stderr by `load.js --json` when the measured run starts (after the warm-up). */
 export const MEASURE_START_MARKER = '@@vexil-bench-measuring';
+/** Printed alone on stderr in phase mode when asked `drained?` and no due request waits (LoadOptions.phases). */
+export const DRAINED_MARKER = '@@vexil-bench-drained';
 
 type Normalized = Required<Omit<LoadOptions, 'body'>> & { body: string | undefined };
 
@@ -116,7 +144,9 @@ function normalize(o: LoadOptions): Normalized {
     warmupSec: o.warmupSec ?? 0,
     timeoutSec: o.timeoutSec ?? 10,
     rate: o.rate !== undefined && o.rate > 0 ? o.rate : 0,
+    phases: o.phases === true,
   };
+  if (n.phases && n.engine !== 'lean') throw new Error('phase mode needs the lean engine');
   if (n.rate > 0) {
     if (n.engine !== 'lean') throw new Error('paced mode (rate) needs the lean engine');
     n.pipelining = 1;
@@ -213,6 +243,107 @@ interface LeanStats {
   requests: number;
   errors: number;
   timeouts: number;
+  /** Phase mode only. */
+  phases?: Phases;
+}
+
+const newStats = (): LeanStats => ({
+  hist: createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 }),
+  status: new Uint32Array(600),
+  requests: 0,
+  errors: 0,
+  timeouts: 0,
+});
+
+/** Latency percentiles (ms), status counts and non-2xx of one histogram + status table. */
+function summarize(st: LeanStats): Pick<LoadResult, 'latencyMs' | 'statusCodes' | 'non2xx'> {
+  const h = st.hist;
+  const has = st.requests > 0;
+  const ms = (us: number): number => (has && Number.isFinite(us) ? us / 1000 : 0);
+  const statusCodes: Record<string, number> = {};
+  let non2xx = 0;
+  st.status.forEach((count, code) => {
+    if (count === 0) return;
+    statusCodes[String(code)] = count;
+    if (code < 200 || code > 299) non2xx += count;
+  });
+  return {
+    latencyMs: { p50: ms(h.percentile(50)), p90: ms(h.percentile(90)), p99: ms(h.percentile(99)), p999: ms(h.percentile(99.9)), mean: ms(h.mean), max: ms(h.max) },
+    statusCodes,
+    non2xx,
+  };
+}
+
+/**
+ * Phase mode's book-keeping: the phase switches in time order, and each name's own stats. A
+ * response counts in the phase that was current when its request was issued (its send time `t0`).
+ */
+class Phases {
+  private readonly switches: Array<{ at: number; into: LeanStats[] }> = [];
+  private readonly byName = new Map<string, LeanStats & { wallMs: number; loop: { p99: number; max: number } }>();
+  /** The generator's event-loop delay within the current phase (reset at each switch). */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
+  private current: { names: string[]; at: number } | undefined;
+  private errorsAt = 0;
+  private timeoutsAt = 0;
+
+  constructor(private readonly total: LeanStats) {}
+
+  private stats(name: string): LeanStats & { wallMs: number; loop: { p99: number; max: number } } {
+    let st = this.byName.get(name);
+    if (st === undefined) this.byName.set(name, (st = { ...newStats(), wallMs: 0, loop: { p99: 0, max: 0 } }));
+    return st;
+  }
+
+  /** Closes the current phase at `now` (its wall time and the transport errors since it began). */
+  private close(now: number): void {
+    if (this.current === undefined) {
+      this.loopDelay.enable();
+      return;
+    }
+    // The histogram holds the timer's whole interval: keep the lateness (as runLean does).
+    const late = (ns: number): number => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - LOOP_DELAY_RESOLUTION_MS) : 0);
+    for (const n of this.current.names) {
+      const st = this.stats(n);
+      st.wallMs += now - this.current.at;
+      st.errors += this.total.errors - this.errorsAt;
+      st.timeouts += this.total.timeouts - this.timeoutsAt;
+      st.loop.p99 = Math.max(st.loop.p99, late(this.loopDelay.percentile(99)));
+      st.loop.max = Math.max(st.loop.max, late(this.loopDelay.max));
+    }
+    this.loopDelay.reset();
+    this.errorsAt = this.total.errors;
+    this.timeoutsAt = this.total.timeouts;
+  }
+
+  enter(name: string, now: number): void {
+    this.close(now);
+    const names = name.includes('#') ? [name, name.slice(0, name.indexOf('#'))] : [name];
+    this.current = { names, at: now };
+    this.switches.push({ at: now, into: names.map((n) => this.stats(n)) });
+  }
+
+  record(t0: number, status: number, us: number): void {
+    let i = this.switches.length - 1;
+    while (i >= 0 && this.switches[i].at > t0) i--;
+    if (i < 0) return; // issued before the first phase
+    for (const st of this.switches[i].into) {
+      st.requests++;
+      st.status[status]++;
+      st.hist.record(us);
+    }
+  }
+
+  result(now: number): Record<string, PhaseResult> {
+    this.close(now);
+    this.current = undefined;
+    this.loopDelay.disable();
+    const out: Record<string, PhaseResult> = {};
+    for (const [name, st] of this.byName) {
+      out[name] = { wallSec: st.wallMs / 1000, requests: st.requests, errors: st.errors, timeouts: st.timeouts, ...summarize(st), generatorLoopDelayMs: st.loop };
+    }
+    return out;
+  }
 }
 
 class LeanConnection {
@@ -361,8 +492,9 @@ class LeanConnection {
         if (running && t0 !== undefined && status >= 100 && status < 600) {
           stats.requests++;
           stats.status[status]++;
-          const us = Math.round((now - t0) * 1000);
-          stats.hist.record(us < 1 ? 1 : us);
+          const us = Math.max(1, Math.round((now - t0) * 1000));
+          stats.hist.record(us);
+          stats.phases?.record(t0, status, us);
         }
       }
     } catch {
@@ -387,13 +519,8 @@ const LOOP_DELAY_RESOLUTION_MS = 10;
 async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult> {
   const { buf, host, port } = buildRequest(o);
   const reqs = Buffer.concat(Array.from({ length: o.pipelining }, () => buf));
-  const stats: LeanStats = {
-    hist: createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 }),
-    status: new Uint32Array(600),
-    requests: 0,
-    errors: 0,
-    timeouts: 0,
-  };
+  const stats = newStats();
+  if (o.phases) stats.phases = new Phases(stats);
   let running = true;
   const pacer = o.rate > 0 ? new Pacer(o.rate) : undefined;
   const conns = Array.from(
@@ -422,7 +549,13 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
     const now = performance.now();
     for (const c of conns) c.checkTimeout(now, timeoutMs);
   }, Math.min(1000, timeoutMs));
-  await new Promise((r) => setTimeout(r, o.durationSec * 1000));
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, o.durationSec * 1000);
+    if (stats.phases !== undefined) readPhases(stats.phases, () => pacer?.waiting ?? 0, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
   running = false;
   loopDelay.disable();
   if (pacing !== undefined) clearInterval(pacing);
@@ -431,16 +564,6 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
   clearInterval(watchdog);
   for (const c of conns) c.close();
 
-  const h = stats.hist;
-  const ms = (us: number): number => (Number.isFinite(us) ? us / 1000 : 0);
-  const statusCodes: Record<string, number> = {};
-  let non2xx = 0;
-  stats.status.forEach((count, code) => {
-    if (count === 0) return;
-    statusCodes[String(code)] = count;
-    if (code < 200 || code > 299) non2xx += count;
-  });
-  const has = stats.requests > 0;
   return {
     engine: 'lean',
     url: o.url,
@@ -450,15 +573,7 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
     durationSec: wallSec,
     requests: stats.requests,
     rps: stats.requests / wallSec,
-    latencyMs: {
-      p50: has ? ms(h.percentile(50)) : 0,
-      p90: has ? ms(h.percentile(90)) : 0,
-      p99: has ? ms(h.percentile(99)) : 0,
-      p999: has ? ms(h.percentile(99.9)) : 0,
-      mean: has ? ms(h.mean) : 0,
-      max: has ? ms(h.max) : 0,
-    },
-    non2xx,
+    ...summarize(stats),
     // The histogram holds the timer's whole interval (10 ms + lateness): keep the lateness.
     generatorLoopDelayMs: {
       p99: Math.max(0, loopDelay.percentile(99) / 1e6 - LOOP_DELAY_RESOLUTION_MS),
@@ -467,9 +582,36 @@ async function runLean(o: Normalized, onStart?: () => void): Promise<LoadResult>
     ...(pacer === undefined ? {} : { paced: { rate: o.rate, maxBacklog: pacer.maxBacklog, lateStarts: pacer.lateStarts } }),
     errors: stats.errors,
     timeouts: stats.timeouts,
-    statusCodes,
+    ...(stats.phases === undefined ? {} : { phases: stats.phases.result(performance.now()) }),
     generatorCpu,
   };
+}
+
+/** Phase mode: `phase NAME` and `end` lines on this process's stdin (LoadOptions.phases). */
+function readPhases(phases: Phases, waiting: () => number, end: () => void): void {
+  let buf = '';
+  const whenDrained = (): void => {
+    if (waiting() === 0) process.stderr.write(`${DRAINED_MARKER}\n`);
+    else setTimeout(whenDrained, 5);
+  };
+  const done = (): void => {
+    process.stdin.removeAllListeners('data');
+    process.stdin.pause();
+    end();
+  };
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (d: string) => {
+    buf += d;
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line.startsWith('phase ')) phases.enter(line.slice(6).trim(), performance.now());
+      else if (line === 'drained?') whenDrained();
+      else if (line === 'end') return done();
+    }
+  });
+  process.stdin.once('end', done);
 }
 
 /**
@@ -486,6 +628,11 @@ class Pacer {
   private head = 0;
   maxBacklog = 0;
   lateStarts = 0;
+
+  /** Due requests waiting for a free connection now. */
+  get waiting(): number {
+    return this.backlog.length - this.head;
+  }
 
   constructor(private readonly rate: number) {}
 
@@ -610,11 +757,36 @@ const THIS_FILE = fileURLToPath(import.meta.url);
  * Run the load in a separate `node load.js --json` process, pinned to `cpus`
  * (e.g. "1") with taskset when available, so the generator never shares a
  * core with the server under test. `onMeasureStart` is called when the child
- * reports that its measured run (after its in-process warm-up) starts.
+ * reports that its measured run (after its in-process warm-up) starts; in phase mode
+ * (options.phases) it gets the handle that switches phases and waits for the backlog to drain.
  */
-export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeasureStart?: () => void): Promise<LoadResult> {
+/** Phase mode's handle on the generator child (LoadOptions.phases). */
+export interface PhaseControl {
+  /** Every request issued from now on counts in `name` (and its part before a `#`). */
+  phase(name: string): void;
+  /** Resolves once no due request waits for a free connection. */
+  drained(): Promise<void>;
+  /** Ends the measured run. */
+  end(): void;
+}
+
+export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeasureStart?: (control: PhaseControl) => void): Promise<LoadResult> {
   const [cmd, args] = pinned(cpus, process.execPath, [THIS_FILE, '--json', '--spec', JSON.stringify(options)]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Phase mode: `send('phase NAME')` / `send('end')` reach the child's stdin.
+  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.on('error', () => {}); // a line sent after the child ended
+  const send = (line: string): void => {
+    if (child.exitCode === null) child.stdin.write(`${line}\n`);
+  };
+  const drainWaiters: Array<() => void> = [];
+  const control: PhaseControl = {
+    phase: (name) => send(`phase ${name}`),
+    drained: () => new Promise<void>((resolve) => {
+      drainWaiters.push(resolve);
+      send('drained?');
+    }),
+    end: () => send('end'),
+  };
   track(child);
   let out = '';
   let err = '';
@@ -625,7 +797,11 @@ export async function runLoadInChild(options: LoadOptions, cpus?: string, onMeas
     if (!started && err.includes(MEASURE_START_MARKER)) {
       started = true;
       err = err.replace(`${MEASURE_START_MARKER}\n`, '');
-      onMeasureStart?.();
+      onMeasureStart?.(control);
+    }
+    while (err.includes(`${DRAINED_MARKER}\n`)) {
+      err = err.replace(`${DRAINED_MARKER}\n`, '');
+      drainWaiters.shift()?.();
     }
   });
   const code = await new Promise<number | null>((resolve, reject) => {

@@ -206,15 +206,20 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** Peak resident set size (VmHWM) in MiB, from /proc/<pid>/status. */
-export function peakRssMiB(pid: number): number {
+/** A kB field of /proc/<pid>/status (VmRSS, VmHWM…) in MiB; NaN when unreadable. */
+export function statusMiB(pid: number, field: string): number {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const m = status.match(/^VmHWM:\s+(\d+)\s+kB/m);
+    const m = status.match(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm'));
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
   }
+}
+
+/** Peak resident set size (VmHWM) in MiB, from /proc/<pid>/status. */
+export function peakRssMiB(pid: number): number {
+  return statusMiB(pid, 'VmHWM');
 }
 
 /** Machine facts recorded beside every result. */

@@ -9,13 +9,13 @@ import postgres from 'postgres';
 import {
   HERE,
   SERVER_CPUS,
-  freshDataDir,
   log,
   makeContext,
   measure,
   percentile,
   quietest,
   runNodeJson,
+  seededDataDir,
   setRatio,
   setVersus,
   startService,
@@ -26,9 +26,10 @@ import {
 } from './harness.js';
 import { peakRssMiB } from './proc.js';
 import { EVAL_BODY, benchConfig, createEvalKey, restEvalRequest, type HarnessOptions } from './scenarios.js';
-import type { SeedResult } from './seed.js';
 import { abuse } from './abuse.js';
 import { paired } from './paired.js';
+import { isolation } from './isolation.js';
+import { largeOrg } from './large-org.js';
 import { snapshotMemory } from './snapshot-memory.js';
 import type { SnapshotBuildResult } from './snapshot-build.js';
 
@@ -61,15 +62,6 @@ interface StartupFigures {
 }
 
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-/** Seeds a fresh copy of the template with `flags` flags (bench/seed.ts, directly in PGlite). */
-async function seededDataDir(opts: HarnessOptions, adminKey: string, flags: number): Promise<{ dir: string; seed: SeedResult }> {
-  const dir = await freshDataDir(opts);
-  const seed = await runNodeJson<SeedResult>(path.join(HERE, 'seed.js'), ['--data-dir', dir, '--flags', String(flags), '--admin-key', adminKey], {
-    timeoutSec: 900,
-  });
-  return { dir, seed };
-}
 
 async function startTimed(opts: HarnessOptions, adminKey: string, dir: string, env: Record<string, string>, flags: number): Promise<{ target: ServiceTarget; startup: StartupFigures }> {
   const t0 = performance.now();
@@ -389,4 +381,4 @@ export const propagation: CustomScenario = {
   },
 };
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg];

@@ -1,0 +1,234 @@
+/**
+ * `npm run bench -- isolation` (issue 15): does management work delay evaluation on the node that
+ * does it? One node with VEXIL_BENCH_ORG_FLAGS (100,000) flags, pinned to CPU 0 (its evaluation
+ * workers too). Its REST evaluation capacity is measured briefly (closed loop, 3 s), then one
+ * open-loop evaluation load runs at a fixed VEXIL_BENCH_ISOLATION_FRACTION (0.35) of it (or at
+ * VEXIL_BENCH_ISOLATION_RATE req/s, to repeat a run at the same rate) for the whole scenario, each
+ * request timed from the tick that issued it (bench/load.ts, paced, phase mode). The run alternates
+ * VEXIL_BENCH_ISOLATION_SLICES (6) pairs of slices of --duration (5) seconds:
+ *
+ *   quiet#i: evaluation only;
+ *   admin#i: evaluation while the admin loop (bench/admin-loop.ts, a child on CPU 1 beside the
+ *            generator) sends, one at a time: the unpaged flag list, a search, the next GraphQL page
+ *            of 1,000 flags with configurations, the audit log;
+ *   after#i: from the admin loop's stop until its last request has answered, then until no
+ *            evaluation waits for a connection any more (the backlog the admin work left), then
+ *            1 s: kept apart so that neither the admin slices nor the quiet ones absorb the tail.
+ *
+ * Aims (issue 15): evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
+ * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
+ */
+import path from 'node:path';
+import { ADMIN_ROUTES, type AdminRecord } from './admin-loop.js';
+import { LOAD_CPUS, ROOT, log, makeContext, measure, percentile, workersLabel, type Measurement } from './harness.js';
+import type { PhaseResult } from './load.js';
+import { cpuSeconds, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
+import { startLargeOrg } from './large-org.js';
+import { createEvalKey, restEvalRequest, type ScenarioContext } from './scenarios.js';
+import type { CustomScenario } from './suites.js';
+
+const KINDS = ['quiet', 'admin', 'after'] as const;
+type Kind = (typeof KINDS)[number];
+const SETTLE_MS = 1000;
+/** Longest wait for the evaluation backlog to drain after an admin slice. */
+const DRAIN_CAP_MS = 60_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const treeCpu = (pid: number): number => processTree(pid).reduce((s, p) => s + (Number.isFinite(cpuSeconds(p)) ? cpuSeconds(p) : 0), 0);
+
+/** CPU of the node and of the rest of the machine (all but this runner's process tree), per kind of slice. */
+class CpuBook {
+  readonly byKind = new Map<Kind, { wallSec: number; serverSec: number; otherSec: number }>();
+  private last: { kind: Kind; wall: number; server: number; ours: number; busy: number } | undefined;
+
+  constructor(private readonly serverPid: number) {}
+
+  /** Closes the current slice and starts one of `kind` (undefined: none). */
+  enter(kind: Kind | undefined): void {
+    const now = { wall: performance.now(), server: treeCpu(this.serverPid), ours: treeCpu(process.pid), busy: systemCpu().busySec };
+    if (this.last !== undefined) {
+      const k = this.byKind.get(this.last.kind) ?? { wallSec: 0, serverSec: 0, otherSec: 0 };
+      k.wallSec += (now.wall - this.last.wall) / 1000;
+      k.serverSec += now.server - this.last.server;
+      k.otherSec += now.busy - this.last.busy - (now.ours - this.last.ours);
+      this.byKind.set(this.last.kind, k);
+    }
+    this.last = kind === undefined ? undefined : { kind, ...now };
+  }
+}
+
+/** Config upserts of `count` flags (not the evaluated one), so that GET /api/audit has a page to answer. */
+async function auditEvents(ctx: ScenarioContext, count: number): Promise<void> {
+  for (let i = 1; i <= count; i++) {
+    await ctx.api('POST', `/api/flags/bench-flag-${i}/configs`, { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100, rules: [] }, { expect: 200 });
+  }
+}
+
+/** Per admin route: requests, outcomes, latency and size. */
+function adminSummary(records: AdminRecord[]): { lines: string[]; byRoute: Record<string, unknown>; all200: boolean; other: Record<string, number> } {
+  const byRoute: Record<string, unknown> = {};
+  const lines: string[] = [];
+  const other: Record<string, number> = {};
+  for (const { route } of ADMIN_ROUTES) {
+    const rs = records.filter((r) => r.route === route);
+    if (rs.length === 0) continue;
+    const ms = rs.map((r) => r.ms).sort((x, y) => x - y);
+    const outcomes: Record<string, number> = {};
+    for (const r of rs) {
+      outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      if (r.outcome !== '200') other[`${route}: ${r.outcome}`] = (other[`${route}: ${r.outcome}`] ?? 0) + 1;
+    }
+    const bytes = percentile(rs.map((r) => r.bytes).sort((x, y) => x - y), 50);
+    const s = { count: rs.length, outcomes, ms: { p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms[ms.length - 1] }, bytesMedian: bytes };
+    byRoute[route] = s;
+    lines.push(`${route}: ${s.count} × ${Object.entries(outcomes).map(([k, v]) => `${k}${v === s.count ? '' : ` ×${v}`}`).join(', ')}, ` +
+      `${s.ms.p50.toFixed(0)} ms median, ${s.ms.max.toFixed(0)} ms max, ${(bytes / 1024).toFixed(0)} KiB`);
+  }
+  return { lines, byRoute, all200: records.length > 0 && Object.keys(other).length === 0, other };
+}
+
+const ms2 = (n: number): string => n.toFixed(2);
+
+export const isolation: CustomScenario = {
+  name: 'isolation',
+  description:
+    'Open-loop REST evaluation at a fixed share of capacity on a node with 100,000 flags (pinned to CPU 0), in alternating slices without and ' +
+    'with an admin loop (unpaged list, search, GraphQL pages of 1,000 flags with configurations, audit log). Aims: admin-slice p99 ≤ ' +
+    'max(2 × quiet p99, quiet p99 + 2 ms), no evaluation ≥ 50 ms, every admin request 200.',
+  async run(rc) {
+    const { opts } = rc;
+    const slices = Number(process.env.VEXIL_BENCH_ISOLATION_SLICES ?? '6');
+    const fraction = Number(process.env.VEXIL_BENCH_ISOLATION_FRACTION ?? '0.35');
+    const fixedRate = process.env.VEXIL_BENCH_ISOLATION_RATE ? Number(process.env.VEXIL_BENCH_ISOLATION_RATE) : undefined;
+    const sliceMs = opts.durationSec * 1000;
+    const { target, flags, note } = await startLargeOrg(rc, 'isolation');
+    let admin: Child | undefined;
+    try {
+      const ctx = makeContext(opts, target, rc.adminKey);
+      const req = restEvalRequest(await createEvalKey(ctx), `bench-flag-${Math.floor(flags / 2)}`);
+      await auditEvents(ctx, 100);
+      log('isolation: evaluation capacity (closed loop)');
+      const cap = await measure({ ...opts, durationSec: 3 }, target, req, { warmupSec: 1 });
+      const capacity = cap.load?.rps ?? NaN;
+      const rate = fixedRate ?? Math.max(100, Math.round(capacity * fraction));
+      log(`isolation: capacity ${capacity.toFixed(0)} req/s; evaluating at ${rate} req/s ` +
+        `(${fixedRate ? 'VEXIL_BENCH_ISOLATION_RATE' : `${fraction} × capacity`}), ${(rate / capacity * 100).toFixed(0)} % of it`);
+
+      admin = startChild('admin', process.execPath, [path.join(ROOT, 'dist/bench/admin-loop.js'), JSON.stringify({
+        baseUrl: target.baseUrl,
+        key: rc.adminKey,
+        pauseMs: Number(process.env.VEXIL_BENCH_ADMIN_PAUSE_MS ?? '0'),
+      })], { cpus: opts.pin ? LOAD_CPUS : undefined, echo: opts.verbose });
+      await admin.waitForLine(/^ready$/, 30_000);
+      const adminChild = admin;
+      const book = new CpuBook(target.pids[0]);
+      const records: AdminRecord[] = [];
+      /** Per admin slice: ms from the admin's last answer until no evaluation waited (Infinity: not within DRAIN_CAP_MS). */
+      const drains: number[] = [];
+      const m = await measure(opts, target, req, {
+        rate,
+        drive: async (gen) => {
+          const enter = (kind: Kind, i: number): void => {
+            book.enter(kind);
+            gen.phase(`${kind}#${i}`);
+          };
+          for (let i = 1; i <= slices; i++) {
+            log(`  slice pair ${i}/${slices}`);
+            enter('quiet', i);
+            await sleep(sliceMs);
+            enter('admin', i);
+            const answer = adminChild.waitForLine(/^\{.*\}$/, sliceMs + 300_000);
+            adminChild.proc.kill('SIGUSR1');
+            await sleep(sliceMs);
+            enter('after', i);
+            adminChild.proc.kill('SIGUSR2');
+            records.push(...(JSON.parse((await answer)[0]) as { records: AdminRecord[] }).records);
+            // Evaluations that queued behind the admin work must have left before the next quiet
+            // slice starts, or it would measure the admin's backlog.
+            const t0 = performance.now();
+            const drained = await Promise.race([gen.drained().then(() => true), sleep(DRAIN_CAP_MS).then(() => false)]);
+            drains.push(drained ? performance.now() - t0 : Infinity);
+            await sleep(SETTLE_MS);
+          }
+          book.enter(undefined);
+        },
+      });
+      const load = m.load;
+      const phases = load?.phases;
+      if (load === undefined || phases === undefined) throw new Error('the generator returned no phases');
+      const adm = adminSummary(records);
+      const q = phases.quiet;
+      const a = phases.admin;
+      // The quiet reference is the median of the quiet slices' p99s: one slice hit by a neighbour's
+      // stall would otherwise set the pooled quiet p99 and loosen the limit (a stall in an admin
+      // slice can still fail the aim: repeat the run before believing a failure).
+      const quietSlices = Array.from({ length: slices }, (_, i) => phases[`quiet#${i + 1}`]?.latencyMs.p99).filter((x) => x !== undefined).sort((x, y) => x - y);
+      const quietRef = quietSlices.length % 2 === 1 ? quietSlices[quietSlices.length >> 1] : (quietSlices[quietSlices.length / 2 - 1] + quietSlices[quietSlices.length / 2]) / 2;
+      const limit = Math.max(2 * quietRef, quietRef + 2);
+      const worst = Math.max(...KINDS.map((k) => phases[k]?.latencyMs.max ?? 0));
+      const failed = KINDS.reduce((s, k) => s + (phases[k] ? phases[k].errors + phases[k].non2xx : 0), 0);
+      const perSlice = (kind: Kind): string =>
+        Array.from({ length: slices }, (_, i) => phases[`${kind}#${i + 1}`]).map((p) => (p ? ms2(p.latencyMs.p99) : '-')).join(', ');
+      const common = [
+        `fixed ${rate} req/s = ${(rate / capacity * 100).toFixed(0)} % of the ${capacity.toFixed(0)} req/s measured closed-loop; ${slices} × (${opts.durationSec} s quiet, ` +
+          `${opts.durationSec} s admin, admin and evaluation backlog drain + ${SETTLE_MS / 1000} s)`,
+        `generator: ${load.paced?.lateStarts ?? 0} requests waited for a free connection (at most ${load.paced?.maxBacklog ?? 0}), ` +
+          `event-loop delay p99 ${ms2(load.generatorLoopDelayMs?.p99 ?? NaN)} ms, max ${ms2(load.generatorLoopDelayMs?.max ?? NaN)} ms`,
+      ];
+      const rows: Measurement[] = KINDS.filter((k) => phases[k] !== undefined).map((kind) => {
+        const p: PhaseResult = phases[kind];
+        const cpu = book.byKind.get(kind);
+        const row: Measurement = {
+          name: `isolation-${kind}`,
+          description: kind === 'quiet' ? 'evaluation only' : kind === 'admin' ? 'evaluation while the admin loop runs' : 'from the admin loop\'s stop until its last answer and the evaluation backlog has drained, + 1 s',
+          status: 'ok',
+          evalWorkers: workersLabel(opts),
+          load: { ...load, durationSec: p.wallSec, requests: p.requests, rps: p.requests / p.wallSec, latencyMs: p.latencyMs, non2xx: p.non2xx, errors: p.errors, timeouts: p.timeouts, statusCodes: p.statusCodes, phases: undefined },
+          server: cpu && {
+            cpuSec: cpu.serverSec,
+            cpuUtilization: cpu.serverSec / cpu.wallSec,
+            cpuPerNode: [cpu.serverSec / cpu.wallSec],
+            cpuUsPerRequest: (cpu.serverSec * 1e6) / p.requests,
+            peakRssMiB: [peakRssMiB(target.pids[0])],
+          },
+          otherCpu: cpu && { utilization: cpu.otherSec / cpu.wallSec, irqUtilization: NaN },
+          bound: 'paced',
+          notes: [`p99 per slice (ms): ${perSlice(kind)}; max ${ms2(p.latencyMs.max)} ms; generator event-loop delay max ${ms2(p.generatorLoopDelayMs.max)} ms`],
+        };
+        return row;
+      });
+      const quietRow = rows[0];
+      quietRow.notes = [...(quietRow.notes ?? []), ...common, note];
+      const adminRow = rows.find((r) => r.name === 'isolation-admin');
+      if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`];
+      const afterRow = rows.find((r) => r.name === 'isolation-after');
+      if (afterRow) afterRow.notes = [...(afterRow.notes ?? []), `evaluation backlog drained ${drains.map((d) => (Number.isFinite(d) ? `${d.toFixed(0)} ms` : `not within ${DRAIN_CAP_MS / 1000} s`)).join(', ')} after the admin's last answer`];
+      const targets = [
+        {
+          target: 'isolation: evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms)',
+          figure: `admin ${ms2(a?.latencyMs.p99 ?? NaN)} ms, quiet ${ms2(quietRef)} ms (median of the quiet slices' p99s; all quiet slices together ` +
+            `${ms2(q.latencyMs.p99)} ms); limit ${ms2(limit)} ms; ×${((a?.latencyMs.p99 ?? NaN) / quietRef).toFixed(1)}`,
+          met: a !== undefined && a.latencyMs.p99 <= limit,
+        },
+        {
+          target: 'isolation: no evaluation takes 50 ms or fails',
+          figure: `max quiet ${ms2(q.latencyMs.max)}, admin ${ms2(a?.latencyMs.max ?? NaN)}, after ${ms2(phases.after?.latencyMs.max ?? NaN)} ms; ${failed} failed`,
+          met: worst < 50 && failed === 0,
+        },
+        {
+          target: 'isolation: every admin request answers 200',
+          figure: adm.all200 ? `${records.length}/${records.length}` : `${records.length - Object.values(adm.other).reduce((s, v) => s + v, 0)}/${records.length}; ` +
+            Object.entries(adm.other).map(([k, v]) => `${k} ×${v}`).join('; '),
+          met: adm.all200,
+        },
+      ];
+      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records }, targets };
+      for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
+      return rows;
+    } finally {
+      admin?.proc.kill('SIGTERM');
+      await admin?.stop();
+      await target.stop();
+    }
+  },
+};
