@@ -243,7 +243,10 @@ async function run(t: Test) {
     t.equal((await evaluate(n, rotated, 'new-checkout', { userId: 'u', stage: 'production' })).status, 200, 'the new one works');
     await page.getByRole('button', { name: 'I have stored it' }).click();
     await row.getByRole('button', { name: 'Disable', exact: true }).click();
+    // The disable's own answer (the node applies the key change before it answers), then the list.
+    const disabled = page.waitForResponse((r) => r.url().endsWith('/api/graphql') && (r.request().postData() ?? '').includes('disableManagementKey'));
     await row.getByRole('button', { name: 'Yes, disable' }).click();
+    await disabled;
     await row.getByText('Disabled').waitFor();
     t.equal((await evaluate(n, rotated, 'new-checkout', { userId: 'u', stage: 'production' })).status, 401, 'disabled');
   });

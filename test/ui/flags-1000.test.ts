@@ -28,8 +28,8 @@ async function run(t: Test) {
   };
   const names: string[] = [];
   for (let i = 0; i < 1000; i++) names.push(`bulk-${String(i).padStart(4, '0')}`);
-  for (let i = 0; i < names.length; i += 100) {
-    const doc = names.slice(i, i + 100).map((nm, j) => `f${j}: createFlag(input: {name: "${nm}", project: "default", type: "boolean", tags: ["bulk"], variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name }`);
+  for (let i = 0; i < names.length; i += 20) {
+    const doc = names.slice(i, i + 20).map((nm, j) => `f${j}: createFlag(input: {name: "${nm}", project: "default", type: "boolean", tags: ["bulk"], variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name }`);
     const r = await n.req('POST', '/api/graphql', { key: n.adminKey, body: { query: `mutation { ${doc.join(' ')} }` } });
     if (r.body.errors) throw new Error(JSON.stringify(r.body.errors[0]));
   }
