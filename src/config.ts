@@ -62,6 +62,8 @@ const schema = z.object({
   VEXIL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   VEXIL_METRICS: z.enum(['0', '1', 'true', 'false']).default('1'),
   VEXIL_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Database faults (CONTRACT.md 14): statement, lock and idle-in-transaction timeout.
+  VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
 });
 
 export interface Config {
@@ -111,6 +113,8 @@ export interface Config {
   publicUrl: string | null;
   /** VEXIL_CORS_ORIGINS: origins allowed to call the OFREP routes from a browser (`*`: any); empty: none. */
   corsOrigins: string[];
+  /** Any one database statement, a write's wait for its organization's lock, and an idle transaction (CONTRACT.md 14). */
+  dbStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -156,5 +160,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: e.VEXIL_METRICS_TOKEN ?? null,
     publicUrl: e.VEXIL_PUBLIC_URL?.replace(/\/+$/, '') ?? null,
     corsOrigins: e.VEXIL_CORS_ORIGINS ?? [],
+    dbStatementTimeoutMs: e.VEXIL_DB_STATEMENT_TIMEOUT_MS,
   };
 }

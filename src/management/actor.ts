@@ -87,7 +87,7 @@ const errorData = (err: unknown): ErrorData => {
 };
 
 async function openDatabase(init: InitMessage): Promise<Database> {
-  if (init.config.databaseUrl !== null) return openPostgres(init.config.databaseUrl);
+  if (init.config.databaseUrl !== null) return openPostgres(init.config.databaseUrl, { statementTimeoutMs: init.config.dbStatementTimeoutMs });
   return openPGlite(init.inMemory ? null : init.config.dataDir);
 }
 
