@@ -33,6 +33,7 @@ import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
 import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
+import { isIdempotentWrite, withIdempotency } from './idempotency.js';
 import { routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
 
 /** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
@@ -283,7 +284,8 @@ export class ManagementActorThread {
     try {
       if (route === undefined) throw new VexilError('INTERNAL', `No management route ${name}`);
       if (m.admission.kind === 'key') await this.caughtUp(m.admission.principal.orgId, m.admission.version);
-      reply = await route.handler(inc);
+      const handler = route.handler;
+      reply = isIdempotentWrite(route) ? await withIdempotency(this.rt, inc, m.admission, async () => handler(inc)) : await handler(inc);
     } catch (err) {
       const ve = asVexilError(err);
       if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });
