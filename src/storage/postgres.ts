@@ -16,7 +16,11 @@ export interface PostgresOptions {
  * committed; returning true makes the adapter behave as if the COMMIT's reply was lost with the
  * connection, so the outcome resolution below runs against the real database.
  */
-export const postgresTestHooks: { loseCommitReply: (() => boolean) | null } = { loseCommitReply: null };
+export const postgresTestHooks: {
+  loseCommitReply: (() => boolean) | null;
+  /** Runs after the transaction id was read, just before COMMIT (a test cuts the connection here). */
+  beforeCommit: ((backendPid: number) => Promise<void>) | null;
+} = { loseCommitReply: null, beforeCommit: null };
 
 /** How a transaction whose COMMIT reply was lost ended, asked by its id on another connection. */
 export type CommitOutcome = 'committed' | 'aborted' | 'unknown';
@@ -92,6 +96,10 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
             // Read last, after the work: a transaction whose reply is lost from here on is found by it.
             const rows = await tx.unsafe('select txid_current()::text as txid');
             txid = rows[0]!.txid as string;
+            if (postgresTestHooks.beforeCommit !== null) {
+              const [{ pid }] = await tx.unsafe('select pg_backend_pid() as pid');
+              await postgresTestHooks.beforeCommit(pid as number);
+            }
           });
           if (postgresTestHooks.loseCommitReply?.() === true) {
             throw Object.assign(new Error('test hook: COMMIT reply lost'), { code: 'CONNECTION_CLOSED' });
