@@ -20,7 +20,7 @@ import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/fla
 import { findKeyByHash } from '../features/keys/store.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { getOrg, orgVersions } from '../features/organizations/store.js';
-import { errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
+import { DEFAULT_MAX_ANSWER_BYTES, errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
 import { asVexilError } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
@@ -284,7 +284,7 @@ export class ManagementActorThread {
     };
     let reply: Reply;
     if (!(await this.whenStarted())) {
-      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })));
+      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), route ?? null);
       return;
     }
     try {
@@ -302,7 +302,7 @@ export class ManagementActorThread {
 
   /** Serialises the answer here, off the front thread, and moves its bytes to the front. */
   private answer(id: number, reply: Reply, route: Route | null): void {
-    const out = serialiseReply(reply, this.rt.config.maxAnswerBytes, route);
+    const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const raw = out.body;
     // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
     const owns = raw instanceof Uint8Array && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
