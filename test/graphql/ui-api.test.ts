@@ -91,7 +91,7 @@ t.test('explainEvaluation is management traffic, not evaluation traffic', async 
   const again = await evaluate(n, both, 'checkout', { userId: 'u1', stage: 'production' });
   t.equal(again.status, 429, 'and the evaluation bucket is really that small');
   // The management bucket (20/s, burst 20) pays: the 21st request in a burst is refused.
-  let status = 200;
-  for (let i = 0; i < 25 && status === 200; i++) status = (await explain(both, 'checkout')).status;
-  t.equal(status, 429, 'explanations run out of the management bucket');
+  // Sent together, so that a slow machine cannot refill the bucket between them.
+  const burst = await Promise.all(Array.from({ length: 30 }, () => explain(both, 'checkout')));
+  t.ok(burst.some((b) => b.status === 429), 'explanations run out of the management bucket');
 });
