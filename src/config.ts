@@ -74,6 +74,8 @@ const schema = z.object({
   VEXIL_MAX_CONDITIONS_PER_RULE: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConditionsPerRule),
   VEXIL_MAX_VARIANTS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxVariantsPerFlag),
   VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
+  // Database faults (CONTRACT.md 14): statement, lock and idle-in-transaction timeout.
+  VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
 });
 
 export interface Config {
@@ -131,6 +133,8 @@ export interface Config {
   corsOrigins: string[];
   /** Count and size limits per organization, flag and configuration (CONTRACT.md 14). */
   tenancyLimits: TenancyLimits;
+  /** Any one database statement, a write's wait for its organization's lock, and an idle transaction (CONTRACT.md 14). */
+  dbStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -188,5 +192,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxVariantsPerFlag: e.VEXIL_MAX_VARIANTS_PER_FLAG,
       maxValueBytes: e.VEXIL_MAX_VALUE_BYTES,
     },
+    dbStatementTimeoutMs: e.VEXIL_DB_STATEMENT_TIMEOUT_MS,
   };
 }

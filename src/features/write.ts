@@ -18,6 +18,7 @@ import type { Touches } from '../snapshots/registry.js';
 import { insertEvent } from './audit/store.js';
 import { lockAndBumpVersion, lockOrg } from './organizations/store.js';
 import { notFound } from '../domain/errors.js';
+import { claimIdempotencyKey, idempotencyContext } from './idempotency.js';
 
 /** A write's result and what the audit log records of it. */
 export interface Audited<T> {
@@ -37,11 +38,20 @@ export async function auditedTransaction<T>(
   actor: AuditActor,
   fn: (tx: Queryable) => Promise<Audited<T> & { orgId: string }>,
 ): Promise<T> {
-  return db.transaction(async (tx) => {
-    const { result, audit, orgId } = await fn(tx);
-    await insertEvent(tx, orgId, actor, audit);
+  const claim = idempotencyContext.getStore();
+  try {
+    const result = await db.transaction(async (tx) => {
+      // First: a concurrent duplicate (same Idempotency-Key) waits here for this one, then answers its record.
+      await claimIdempotencyKey(tx);
+      const { result, audit, orgId } = await fn(tx);
+      await insertEvent(tx, orgId, actor, audit);
+      return result;
+    });
+    if (claim?.inTransaction) claim.committed = true;
     return result;
-  });
+  } finally {
+    if (claim !== undefined) claim.inTransaction = false;
+  }
 }
 
 export async function writeOrg<T>(

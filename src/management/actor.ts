@@ -20,7 +20,7 @@ import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/fla
 import { findKeyByHash } from '../features/keys/store.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { getOrg, orgVersions } from '../features/organizations/store.js';
-import { errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
+import { DEFAULT_MAX_ANSWER_BYTES, errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
 import { asVexilError } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
@@ -28,18 +28,23 @@ import { RateLimiter } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
 import { flagIndexOf } from '../snapshots/flag-index.js';
 import { SnapshotRegistry } from '../snapshots/registry.js';
-import type { Database } from '../storage/database.js';
+import { isConnectionError, type Database } from '../storage/database.js';
 import { migrate } from '../storage/migrate.js';
 import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
 import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
+import { isIdempotentWrite, withIdempotency } from './idempotency.js';
 import { routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
 
 /** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
 const NICE = 10;
 /** How long a request waits for the replica to reach the front's version before it reloads. */
 const CATCH_UP_MS = 2000;
+/** How long a request waits for a (re)starting actor to open its database before it answers 503. */
+const START_WAIT_MS = 2000;
+/** A restarted actor that cannot open its database tries again this often. */
+const INIT_RETRY_MS = 1000;
 
 /** A logger whose lines the front thread writes (one log stream per node, its redaction included). */
 class RelayLogger implements Logger {
@@ -88,7 +93,7 @@ const errorData = (err: unknown): ErrorData => {
 };
 
 async function openDatabase(init: InitMessage): Promise<Database> {
-  if (init.config.databaseUrl !== null) return openPostgres(init.config.databaseUrl);
+  if (init.config.databaseUrl !== null) return openPostgres(init.config.databaseUrl, { statementTimeoutMs: init.config.dbStatementTimeoutMs });
   return openPGlite(init.inMemory ? null : init.config.dataDir);
 }
 
@@ -97,6 +102,10 @@ export class ManagementActorThread {
   private routes = new Map<string, Route>();
   /** Requests waiting for the replica to reach a version, by organization. */
   private readonly waiters = new Map<string, { version: number; wake(): void }[]>();
+  /** Resolves once `rt` is set (the database open, migrated, the replica warm). */
+  private readonly started: Promise<void>;
+  private markStarted!: () => void;
+  private closing = false;
 
   constructor(private readonly port: MessagePort) {
     try {
@@ -104,7 +113,41 @@ export class ManagementActorThread {
     } catch {
       // Not permitted or not supported here: the actor still works, only without yielding.
     }
+    this.started = new Promise((r) => (this.markStarted = r));
+    this.guardDriverFaults();
     port.on('message', (m: ToActor) => this.receive(m));
+  }
+
+  /**
+   * A cut database connection must not end this thread (CONTRACT.md 14): a driver error about a
+   * lost connection that reaches no caller (a rejection nobody awaits, a socket error after its
+   * connection was dropped) is logged and dropped; the driver reconnects on the next query. Any
+   * other uncaught error still ends the thread, and the front starts a new actor.
+   */
+  private guardDriverFaults(): void {
+    const report = (kind: string, err: unknown) =>
+      this.post({ t: 'log', level: 'warn', msg: `database connection lost (${kind}); ignored`, fields: { code: (err as { code?: string }).code, message: (err as Error).message } });
+    process.on('unhandledRejection', (reason) => {
+      if (isConnectionError(reason)) return report('unhandled rejection', reason);
+      throw reason;
+    });
+    process.on('uncaughtException', (err) => {
+      if (isConnectionError(err)) return report('uncaught exception', err);
+      this.post({ t: 'log', level: 'error', msg: 'management actor failed', fields: { err: { type: err.name, message: err.message, stack: err.stack } } });
+      process.exit(1);
+    });
+  }
+
+  /** False when the actor did not start within `START_WAIT_MS` (its database is unreachable). */
+  private async whenStarted(): Promise<boolean> {
+    if (this.rt !== undefined) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const started = await Promise.race([
+      this.started.then(() => true),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), START_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    return started;
   }
 
   private post = (m: FromActor, transfer: ArrayBuffer[] = []): void => {
@@ -123,6 +166,8 @@ export class ManagementActorThread {
         void this.query(m.id, m.text, m.params, m.exec);
         return;
       case 'change':
+        // Before the start the replica has not loaded yet: it loads the current data then.
+        if (this.rt === undefined) return;
         this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
         return;
       case 'close':
@@ -138,7 +183,7 @@ export class ManagementActorThread {
     try {
       db = await openDatabase(m);
     } catch (err) {
-      this.post({ t: 'failed', message: (err as Error).message });
+      this.initFailed(m, err);
       return;
     }
     try {
@@ -176,11 +221,21 @@ export class ManagementActorThread {
       for (const r of managementRoutes(this.rt)) this.routes.set(routeId(r.method, r.pattern), r);
       // The replica is warm before the first request, like the front's.
       for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
+      this.markStarted();
       this.post({ t: 'ready', generatedAdminKey: boot.printKey, kind: db.kind });
     } catch (err) {
       await db.close().catch(() => {});
-      this.post({ t: 'failed', message: (err as Error).message });
+      this.initFailed(m, err);
     }
+  }
+
+  /**
+   * The front stops a first start that failed (the node does not start); a restarted actor (its
+   * database lost meanwhile) keeps trying, answering 503 until it is up.
+   */
+  private initFailed(m: InitMessage, err: unknown): void {
+    this.post({ t: 'failed', message: (err as Error).message });
+    if (!this.closing) setTimeout(() => void (this.closing ? undefined : this.init(m)), INIT_RETRY_MS).unref();
   }
 
   private wake(orgId: string, version: number): void {
@@ -228,10 +283,15 @@ export class ManagementActorThread {
       admission: m.admission,
     };
     let reply: Reply;
+    if (!(await this.whenStarted())) {
+      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), route ?? null);
+      return;
+    }
     try {
       if (route === undefined) throw new VexilError('INTERNAL', `No management route ${name}`);
       if (m.admission.kind === 'key') await this.caughtUp(m.admission.principal.orgId, m.admission.version);
-      reply = await route.handler(inc);
+      const handler = route.handler;
+      reply = isIdempotentWrite(route) ? await withIdempotency(this.rt, inc, m.admission, async () => handler(inc)) : await handler(inc);
     } catch (err) {
       const ve = asVexilError(err);
       if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });
@@ -242,7 +302,7 @@ export class ManagementActorThread {
 
   /** Serialises the answer here, off the front thread, and moves its bytes to the front. */
   private answer(id: number, reply: Reply, route: Route | null): void {
-    const out = serialiseReply(reply, this.rt.config.maxAnswerBytes, route);
+    const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const raw = out.body;
     // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
     const owns = raw instanceof Uint8Array && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
@@ -251,6 +311,10 @@ export class ManagementActorThread {
   }
 
   private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {
+    if (!(await this.whenStarted())) {
+      this.post({ t: 'rows', id, error: errorData(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })) });
+      return;
+    }
     try {
       if (exec) {
         await this.rt.db.exec(text);
@@ -264,6 +328,7 @@ export class ManagementActorThread {
   }
 
   private async close(): Promise<void> {
+    this.closing = true;
     try {
       await this.rt?.db.close();
     } finally {

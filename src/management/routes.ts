@@ -9,9 +9,11 @@ import { operatorRoutes } from '../features/operator/routes.js';
 import { graphqlRoutes } from '../graphql/routes.js';
 import type { Route } from '../http/router.js';
 import type { Runtime } from '../runtime.js';
+import { IDEMPOTENCY_HEADER, isIdempotentWrite } from './idempotency.js';
 
 export function managementRoutes(rt: Runtime): Route[] {
   const routes = [...flagRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...graphqlRoutes(rt)];
   for (const r of routes) if (r.management === undefined) throw new Error(`${r.method} ${r.pattern} is not a management route`);
-  return routes;
+  // REST writes accept Idempotency-Key (src/management/idempotency.ts): the front captures it.
+  return routes.map((r) => (isIdempotentWrite(r) ? { ...r, headers: [...(r.headers ?? []), IDEMPOTENCY_HEADER] } : r));
 }

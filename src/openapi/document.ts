@@ -48,6 +48,15 @@ function operation(route: Route, doc: OperationDoc | undefined): Record<string, 
   if (doc?.description !== undefined) op.description = doc.description;
   const parameters: Record<string, unknown>[] = params.map((p) => ({ name: p, in: 'path', required: true, description: doc?.params?.[p], schema: { type: 'string' } }));
   for (const q of doc?.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+  if (route.headers?.includes('idempotency-key')) {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'A repeat within 24 hours gets the first answer again and writes nothing; another request with the same key is 409 (README, Operating Vexil)',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+    });
+  }
   if (doc?.querySchema !== undefined) {
     const obj = jsonSchema(QUERY_SCHEMAS[doc.querySchema], 'input') as { properties?: Record<string, unknown>; required?: string[] };
     for (const [name, schema] of Object.entries(obj.properties ?? {})) {

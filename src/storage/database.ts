@@ -24,7 +24,18 @@ const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
 
 /** Connection-level failures: the database is unreachable, not the statement wrong. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+const UNAVAILABLE_CODES = new Set([
+  // statement_timeout (57014 query_canceled), lock_timeout (55P03), idle_in_transaction_session_timeout (25P03)
+  '57014', '55P03', '25P03',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+
+/** The connection was lost or refused (not a statement's own failure, not a timeout). */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+
+export const isConnectionError = (err: unknown): boolean => {
+  const code = (err as { code?: string } | null)?.code;
+  return code !== undefined && CONNECTION_CODES.has(code);
+};
 
 /**
  * PostgreSQL stores no U+0000: in a text parameter it is 22021 (invalid byte sequence for UTF8),
@@ -42,7 +53,7 @@ export function translateDbError(err: unknown): unknown {
     return new VexilError('BAD_REQUEST', 'Text must not contain the NUL character (U+0000)', { cause: err });
   }
   if (code !== undefined && UNAVAILABLE_CODES.has(code)) {
-    return new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { cause: err });
+    return new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { cause: err, retryAfter: 1 });
   }
   return err;
 }

@@ -25,10 +25,17 @@ export function loadMigrations(dir = projectPath('sql')): Migration[] {
  * Applies every migration not yet applied, each in its own transaction, holding an advisory lock
  * so that nodes starting together against one PostgreSQL do not race. Returns the versions applied.
  */
+/**
+ * Migrations are not bounded by VEXIL_DB_STATEMENT_TIMEOUT_MS (an index build may take minutes, and
+ * a node waits for another node's migration): these settings last for their transaction only.
+ */
+const UNBOUNDED = "select set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true)";
+
 export async function migrate(db: Database, migrations = loadMigrations()): Promise<number[]> {
   // Under the lock too: concurrent `create table if not exists` on PostgreSQL can fail with a
   // unique violation (pg_type) when several nodes start together on a fresh database.
   await db.transaction(async (tx) => {
+    await tx.query(UNBOUNDED);
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.exec(`create table if not exists schema_migrations (
       version integer primary key, name text not null, applied_at timestamptz not null default now())`);
@@ -36,6 +43,7 @@ export async function migrate(db: Database, migrations = loadMigrations()): Prom
   const applied: number[] = [];
   for (const m of migrations) {
     const done = await db.transaction(async (tx) => {
+      await tx.query(UNBOUNDED);
       await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
       const rows = await tx.query('select 1 from schema_migrations where version = $1', [m.version]);
       if (rows.length > 0) return false;
