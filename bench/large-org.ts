@@ -143,7 +143,7 @@ async function probe(spec: ProbeSpec): Promise<{ probes: ProbeResult[]; refused:
       outcome: t.error ? `${t.outcome} (${t.error})` : t.outcome,
       // Refused: a 4xx, or GraphQL errors without data (nothing executed).
       refused: (t.status >= 400 && t.status < 500) || (j?.errors !== undefined && (j.data === undefined || j.data === null)),
-      message: j?.errors?.[0]?.message?.slice(0, 300),
+      message: (j?.errors?.[0]?.message ?? (t.status >= 400 && t.json !== undefined ? JSON.stringify(t.json) : undefined))?.slice(0, 300),
       bytes: t.bytes,
       rssMiB: { before: before.rss, after: rssAfter, peakBefore: before.peak, peakAfter: statusMiB(pid, 'VmHWM') },
       healthzAfterMs,
