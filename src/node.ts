@@ -15,8 +15,8 @@ import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
 import { Membership } from './cluster/membership.js';
-import { getOrg, orgVersions } from './features/organizations/store.js';
-import { getFlag, listConfigs, listFlags, listOrgConfigs } from './features/flags/store.js';
+import { orgVersions } from './features/organizations/store.js';
+import { snapshotSource } from './features/snapshot-source.js';
 import { findKeyByHash } from './features/keys/store.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
@@ -80,13 +80,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
   });
   const db = actor.db;
   try {
-    const snapshots = new SnapshotRegistry({
-      org: (orgId) => getOrg(db, orgId),
-      flag: (orgId, name) => getFlag(db, orgId, name),
-      flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
-      flags: (orgId) => listFlags(db, orgId),
-      orgConfigs: (orgId) => listOrgConfigs(db, orgId),
-    });
+    const snapshots = new SnapshotRegistry(snapshotSource(db));
     // The actor's replica follows every change this node's snapshot applies, however it arrived.
     snapshots.onChange((orgId, snap, touches) => {
       if (snap !== null) actor.changed({ orgId, version: snap.org.version, touches });

@@ -16,10 +16,10 @@ import { AuthFailureBudget } from '../auth/auth-failures.js';
 import { KeyCache } from '../auth/key-cache.js';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
-import { getFlag, listConfigs, listFlags, listOrgConfigs } from '../features/flags/store.js';
 import { findKeyByHash } from '../features/keys/store.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
-import { getOrg, orgVersions } from '../features/organizations/store.js';
+import { orgVersions } from '../features/organizations/store.js';
+import { snapshotSource } from '../features/snapshot-source.js';
 import { DEFAULT_MAX_ANSWER_BYTES, errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
 import { asVexilError } from '../http/problem.js';
 import type { Route } from '../http/router.js';
@@ -191,13 +191,7 @@ export class ManagementActorThread {
       if (applied.length > 0) log.info('migrations applied', { versions: applied, database: db.kind });
       const boot = await bootstrap(db, config.bootstrapAdminKey);
       if (boot.created) log.info('bootstrapped organization "default"');
-      const snapshots = new SnapshotRegistry({
-        org: (orgId) => getOrg(db, orgId),
-        flag: (orgId, name) => getFlag(db, orgId, name),
-        flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
-        flags: (orgId) => listFlags(db, orgId),
-        orgConfigs: (orgId) => listOrgConfigs(db, orgId),
-      });
+      const snapshots = new SnapshotRegistry(snapshotSource(db));
       snapshots.onChange((orgId, snap, touches) => {
         // The flag list's index (snapshots/flag-index.ts) is built here, off the first request's
         // path, whenever an organization is loaded whole; one-flag changes update it in place.

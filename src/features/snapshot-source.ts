@@ -1,0 +1,17 @@
+/**
+ * Where a snapshot registry (src/snapshots/registry.ts) reads the source of truth from: the
+ * organization and flag stores over one `Queryable`. The front thread passes the management
+ * actor's mailbox database, the actor its own connection.
+ */
+import type { SnapshotSource } from '../snapshots/registry.js';
+import type { Queryable } from '../storage/database.js';
+import { getFlag, listConfigs, listFlags, listOrgConfigs } from './flags/store.js';
+import { getOrg } from './organizations/store.js';
+
+export const snapshotSource = (db: Queryable): SnapshotSource => ({
+  org: (orgId) => getOrg(db, orgId),
+  flag: (orgId, name) => getFlag(db, orgId, name),
+  flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
+  flags: (orgId) => listFlags(db, orgId),
+  orgConfigs: (orgId) => listOrgConfigs(db, orgId),
+});
