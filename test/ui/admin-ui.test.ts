@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { createFlag, createKey, evaluate, HEX64, randomKey, startTestNode, type TestNode } from '../helpers/node.js';
-import { browserUnavailable, openBrowser, screenshot, seriousViolations, type Browser } from './browser.js';
+import { appears, browserUnavailable, openBrowser, screenshot, seriousViolations, type Browser } from './browser.js';
 
 const unavailable = browserUnavailable();
 if (unavailable !== null) {
@@ -79,9 +79,9 @@ async function run(t: Test) {
     await signIn(n.adminKey);
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     for (const name of ['Flags', 'Keys', 'Organization', 'Audit log']) {
-      t.ok(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).isVisible(), `link ${name}`);
+      t.ok(await appears(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true })), `link ${name}`);
     }
-    t.ok(await page.getByRole('button', { name: 'Sign out', exact: true }).isVisible(), 'button Sign out');
+    t.ok(await appears(page.getByRole('button', { name: 'Sign out', exact: true })), 'button Sign out');
     t.equal(await page.evaluate('Object.values(sessionStorage).join()'), n.adminKey, 'the key is in sessionStorage');
     t.equal(await page.evaluate('localStorage.length'), 0, 'nothing in localStorage');
     t.same(await b.context.cookies(), [], 'no cookie');
@@ -108,7 +108,7 @@ async function run(t: Test) {
     t.same(api.body.variants, [{ key: 'on', value: true, valueType: 'boolean' }, { key: 'off', value: false, valueType: 'boolean' }], 'variants on = true, off = false');
 
     const prod = page.getByRole('region', { name: 'Configuration production' });
-    t.ok(await page.getByRole('region', { name: 'Configuration development' }).isVisible(), 'every environment shows its controls before a configuration exists');
+    t.ok(await appears(page.getByRole('region', { name: 'Configuration development' })), 'every environment shows its controls before a configuration exists');
     await exactNames(t, [['switch', 'Enabled'], ['combobox', 'Default variant'], ['spinbutton', 'Rollout percentage'], ['button', 'Save']], page.getByRole('region', { name: 'Configuration development' }));
     await exactNames(t, [['button', 'Archive']]);
     await prod.getByRole('switch', { name: 'Enabled' }).check();
@@ -202,7 +202,7 @@ async function run(t: Test) {
     const hints: Record<string, RegExp> = { CanEvaluate: /evaluate flags/, CanRead: /read flags/, CanWrite: /change flags/, Admin: /manage keys/ };
     for (const [p, hint] of Object.entries(hints)) {
       const box = page.getByRole('checkbox', { name: p, exact: true });
-      t.ok(await box.isVisible(), `checkbox named exactly "${p}"`);
+      t.ok(await appears(box), `checkbox named exactly "${p}"`);
       const described = await box.getAttribute('aria-describedby');
       t.match(described ? await page.locator(`#${described}`).innerText() : '', hint, `${p}: its hint is its description`);
     }
@@ -221,7 +221,7 @@ async function run(t: Test) {
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     const value = await page.getByRole('textbox', { name: 'Key value' }).inputValue();
     t.match(value, HEX64, 'the value is shown');
-    t.ok(await page.getByRole('button', { name: 'Copy', exact: true }).isVisible(), 'with a copy button');
+    t.ok(await appears(page.getByRole('button', { name: 'Copy', exact: true })), 'with a copy button');
     await exactNames(t, [['button', 'Rotate'], ['button', 'Disable'], ['button', 'Delete']], page.getByRole('row', { name: /web-eval/ }));
     await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: n.url });
     await page.getByRole('button', { name: 'Copy', exact: true }).click();
@@ -315,7 +315,7 @@ async function run(t: Test) {
     await page.getByRole('combobox', { name: 'Filter by application' }).selectOption('');
     await page.getByRole('combobox', { name: 'Show' }).selectOption('archived');
     await shows([], '0 flags');
-    t.ok(await page.getByText('No flag matches.').isVisible(), 'no archived flag: said so');
+    t.ok(await appears(page.getByText('No flag matches.')), 'no archived flag: said so');
     await page.getByRole('combobox', { name: 'Show' }).selectOption('active');
     await shows(['dark-mode', 'new-checkout', 'pricing-banner', 'search-v2'], '4 flags');
     t.equal(await page.getByRole('navigation', { name: /^Pages of flags/ }).count(), 0, 'one page: no pager');

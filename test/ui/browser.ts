@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { projectPath } from '../../src/util/paths.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -83,6 +83,11 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(axeSource);
   const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: AxeViolation[] };
   return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** Whether `locator` becomes visible within `timeoutMs`: `isVisible()` answers at once, before a page's fetches have rendered. */
+export async function appears(locator: Locator, timeoutMs = 5000): Promise<boolean> {
+  return locator.first().waitFor({ state: 'visible', timeout: timeoutMs }).then(() => true, () => false);
 }
 
 export const screenshotsOn = process.env.VEXIL_SCREENSHOTS === '1';

@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { startTestNode } from '../helpers/node.js';
-import { browserUnavailable, openBrowser } from './browser.js';
+import { appears, browserUnavailable, openBrowser } from './browser.js';
 
 const unavailable = browserUnavailable();
 if (unavailable !== null) t.skip(unavailable);
@@ -127,7 +127,7 @@ async function run(t: Test) {
     t.same(await rowNames(), ['bulk-0500'], 'the archived flag alone');
     await page.getByRole('combobox', { name: 'Filter by type' }).selectOption('string');
     await page.getByText('0 of 1 flag').waitFor();
-    t.ok(await page.getByText('No flag matches.').isVisible(), 'no string flag: said so');
+    t.ok(await appears(page.getByText('No flag matches.')), 'no string flag: said so');
     await page.getByRole('combobox', { name: 'Filter by type' }).selectOption('');
     await page.getByRole('combobox', { name: 'Show' }).selectOption('active');
     await page.getByText(`999 flags, showing 1–${PAGE}`).waitFor();
