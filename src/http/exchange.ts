@@ -73,6 +73,22 @@ export interface Reply {
   headers?: Record<string, string>;
   /** A streamed answer (server-sent events): called once status and headers are written. */
   stream?: (sink: StreamSink) => void;
+  /**
+   * A large body that arrives in pieces (a management answer from the actor): written with its
+   * `Content-Length` as the pieces come, each only once the client has taken the one before, so
+   * the front never holds the whole answer (docs/cluster.md, "Large answers").
+   */
+  piped?: BodySource;
+}
+
+/** A body of known length, handed over piece by piece (`Reply.piped`). */
+export interface BodySource {
+  /** Bytes in all. */
+  readonly length: number;
+  /** The next piece, or null after the last; rejects when the body cannot be completed. */
+  next(): Promise<Uint8Array | null>;
+  /** The client went away: no more pieces are wanted. */
+  cancel(): void;
 }
 
 export type Handler = (inc: Incoming) => Reply | Promise<Reply>;
@@ -87,6 +103,13 @@ export interface ResponseWriter {
   readonly requestId: string;
   /** Writes a whole answer; `body` null means none (204, 304). */
   send(status: number, headers: Record<string, string> | undefined, body: string | Buffer | null, close: boolean): void;
+  /**
+   * Writes status, headers and `Content-Length`, then the body as `source` yields it, each piece
+   * once the socket has taken the one before (back-pressure). Resolves when the body is written or
+   * the client went away (then `source` is cancelled); a source that fails closes the connection
+   * (the status is gone by then).
+   */
+  pipe(status: number, headers: Record<string, string>, source: BodySource): Promise<void>;
   /** Writes status and headers and keeps the response open. */
   open(status: number, headers: Record<string, string> | undefined): StreamSink;
 }
@@ -261,9 +284,20 @@ export function serialiseReply(reply: Reply, maxAnswerBytes: number, route: Rout
  * under `route`'s template) and ends the exchange.
  */
 export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply, close = false, route: Route | null = null): void {
+  let piping = false;
   try {
-    if (w.aborted) return;
+    if (w.aborted) {
+      reply.piped?.cancel();
+      return;
+    }
     let body: string | Buffer | null = null;
+    if (reply.piped !== undefined) {
+      ctx.observe(route, w, reply.status);
+      // The exchange ends when the last piece is written (graceful shutdown waits for it).
+      piping = true;
+      void w.pipe(reply.status, withJsonType(reply.headers), reply.piped).finally(() => ctx.done());
+      return;
+    }
     if (reply.stream === undefined) ({ reply, body } = serialiseReply(reply, ctx.maxAnswerBytes, route));
     ctx.observe(route, w, reply.status);
     if (reply.stream !== undefined) {
@@ -273,18 +307,17 @@ export function sendReply(ctx: ExchangeContext, w: ResponseWriter, reply: Reply,
       else reply.stream(sink);
       return;
     }
-    let headers = reply.headers;
-    if (body !== null) {
-      if (headers === undefined) headers = JSON_CONTENT;
-      else if (headers['content-type'] === undefined) headers = { ...headers, 'content-type': 'application/json' };
-    }
-    w.send(reply.status, headers, body, close || ctx.draining);
+    w.send(reply.status, body === null ? reply.headers : withJsonType(reply.headers), body, close || ctx.draining);
   } finally {
-    ctx.done();
+    if (!piping) ctx.done();
   }
 }
 
 const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'application/json' }) as Record<string, string>;
+
+/** A body's headers: JSON unless they name another content type. */
+const withJsonType = (headers: Record<string, string> | undefined): Record<string, string> =>
+  headers === undefined ? JSON_CONTENT : headers['content-type'] === undefined ? { ...headers, 'content-type': 'application/json' } : headers;
 
 function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
   // An answer a handler assembled whole and V8 could not hold: too large, the client's to page.

@@ -19,6 +19,7 @@ import {
   type Incoming,
   type ResponseWriter,
   type StreamSink,
+  type BodySource,
 } from './exchange.js';
 import type { FrontInfo, HttpFront } from './front.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, RouteTable, type Route } from './router.js';
@@ -51,6 +52,27 @@ class NodeWriter implements ResponseWriter {
     else res.end(body);
   }
 
+  async pipe(status: number, headers: Record<string, string>, source: BodySource): Promise<void> {
+    const res = this.res;
+    res.statusCode = status;
+    res.statusMessage = STATUS_TEXT[status] ?? '';
+    res.setHeader('x-request-id', this.requestId);
+    for (const h in headers) res.setHeader(h, headers[h]);
+    res.setHeader('content-length', source.length);
+    try {
+      for (let piece = await source.next(); piece !== null && !this.aborted; piece = await source.next()) {
+        // Back-pressure: the next piece only once the socket has taken this one (or the client left).
+        if (!res.write(piece)) await drainedOrClosed(res);
+      }
+      if (!this.aborted) res.end();
+    } catch {
+      // The body cannot be completed (the actor stopped): the client must not take it as whole.
+      res.destroy();
+    }
+    if (this.aborted) source.cancel();
+    this.aborted = true;
+  }
+
   open(status: number, headers: Record<string, string> | undefined): StreamSink {
     const res = this.res;
     res.statusCode = status;
@@ -61,6 +83,17 @@ class NodeWriter implements ResponseWriter {
     this.stream = new NodeStream(res);
     return this.stream;
   }
+}
+
+/** Resolves once `res` can take more bytes, or has closed. */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
 }
 
 class NodeStream implements StreamSink {

@@ -15,6 +15,7 @@ import {
   tooLargeError,
   type ExchangeContext,
   type Incoming,
+  type BodySource,
   type ResponseWriter,
   type StreamSink,
 } from './exchange.js';
@@ -31,6 +32,10 @@ class UwsWriter implements ResponseWriter {
   /** The body is still arriving: the exchange has not reached its handler. */
   bodyPending = false;
   private stream: UwsStream | null = null;
+  /** Wakes a `pipe` waiting for the socket when the client goes away. */
+  private wake: (() => void) | null = null;
+  /** A piece of a piped body the socket has not taken whole yet. */
+  private blocked: { piece: Uint8Array; start: number; total: number; resolve(ok: boolean): void } | null = null;
   readonly startedAt = performance.now();
 
   constructor(
@@ -41,6 +46,7 @@ class UwsWriter implements ResponseWriter {
     res.onAborted(() => {
       this.aborted = true;
       this.stream?.closedByPeer();
+      this.wake?.();
       // A client that leaves mid-body never reaches the handler: the exchange ends here.
       if (this.bodyPending) {
         this.bodyPending = false;
@@ -66,6 +72,58 @@ class UwsWriter implements ResponseWriter {
       } else res.end(body, close);
     });
   }
+
+  async pipe(status: number, headers: Record<string, string>, source: BodySource): Promise<void> {
+    const res = this.res;
+    const total = source.length;
+    res.cork(() => {
+      res.writeStatus(STATUS_LINE[status] ?? String(status));
+      res.writeHeader('x-request-id', this.requestId);
+      for (const h in headers) res.writeHeader(h, headers[h]);
+    });
+    res.onWritable(this.onWritable);
+    try {
+      for (let piece = await source.next(); piece !== null && !this.aborted; piece = await source.next()) {
+        if (!(await this.tryEnd(piece, total))) break;
+      }
+    } catch {
+      // The body cannot be completed (the actor stopped): the client must not take it as whole.
+      if (!this.aborted) res.close();
+    }
+    if (this.aborted) source.cancel();
+    this.aborted = true;
+  }
+
+  /** Writes `piece` (part of a body of `total` bytes), waiting for the socket as long as it must; false if the client left. */
+  private tryEnd(piece: Uint8Array, total: number): Promise<boolean> | boolean {
+    const res = this.res;
+    const start = res.getWriteOffset();
+    let ok = false;
+    res.cork(() => {
+      [ok] = res.tryEnd(piece, total);
+    });
+    if (ok) return true;
+    return new Promise<boolean>((resolve) => {
+      this.wake = () => resolve(false);
+      this.blocked = { piece, start, total, resolve };
+    });
+  }
+
+  /** The socket drained: the rest of the blocked piece (uWS keeps one writable handler per response, so there is one). */
+  private readonly onWritable = (offset: number): boolean => {
+    const b = this.blocked;
+    if (b === null) return true;
+    let ok = false;
+    this.res.cork(() => {
+      [ok] = this.res.tryEnd(b.piece.subarray(offset - b.start), b.total);
+    });
+    if (ok) {
+      this.blocked = null;
+      this.wake = null;
+      b.resolve(true);
+    }
+    return ok;
+  };
 
   open(status: number, headers: Record<string, string> | undefined): StreamSink {
     const res = this.res;

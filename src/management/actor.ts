@@ -35,7 +35,7 @@ import { openPostgres } from '../storage/postgres.js';
 import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
 import { isIdempotentWrite, withIdempotency } from './idempotency.js';
-import { routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
+import { PIECE_BYTES, PIECE_WINDOW, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
 
 /** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
 const NICE = 10;
@@ -100,6 +100,8 @@ async function openDatabase(init: InitMessage): Promise<Database> {
 export class ManagementActorThread {
   private rt!: Runtime;
   private routes = new Map<string, Route>();
+  /** Piped replies whose pieces are not all sent: the body and the bytes sent so far. */
+  private readonly outgoing = new Map<number, { body: Uint8Array; sent: number }>();
   /** Requests waiting for the replica to reach a version, by organization. */
   private readonly waiters = new Map<string, { version: number; wake(): void }[]>();
   /** Resolves once `rt` is set (the database open, migrated, the replica warm). */
@@ -169,6 +171,12 @@ export class ManagementActorThread {
         // Before the start the replica has not loaded yet: it loads the current data then.
         if (this.rt === undefined) return;
         this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
+        return;
+      case 'more':
+        this.sendPiece(m.id);
+        return;
+      case 'cancel':
+        this.outgoing.delete(m.id);
         return;
       case 'close':
         void this.close();
@@ -298,10 +306,30 @@ export class ManagementActorThread {
   private answer(id: number, reply: Reply, route: Route | null): void {
     const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const raw = out.body;
+    const { status, headers } = out.reply;
+    if (raw !== null && typeof raw !== 'string' && raw.byteLength > PIECE_BYTES) {
+      // A large body crosses in pieces, each once the client has taken the one before.
+      this.post({ t: 'reply', id, status, headers, body: null, piped: raw.byteLength });
+      this.outgoing.set(id, { body: raw, sent: 0 });
+      for (let i = 0; i < PIECE_WINDOW; i++) this.sendPiece(id);
+      return;
+    }
     // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
     const owns = raw instanceof Uint8Array && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
     const body = raw === null ? null : typeof raw === 'string' ? new TextEncoder().encode(raw) : owns ? raw : new Uint8Array(raw);
-    this.post({ t: 'reply', id, status: out.reply.status, headers: out.reply.headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
+    this.post({ t: 'reply', id, status, headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
+  }
+
+  /** The next piece of piped reply `id`, in memory of its own that moves to the front. */
+  private sendPiece(id: number): void {
+    const out = this.outgoing.get(id);
+    if (out === undefined) return;
+    const end = Math.min(out.sent + PIECE_BYTES, out.body.byteLength);
+    const bytes = new Uint8Array(out.body.subarray(out.sent, end));
+    out.sent = end;
+    const last = end === out.body.byteLength;
+    if (last) this.outgoing.delete(id);
+    this.post({ t: 'piece', id, bytes, last }, [bytes.buffer as ArrayBuffer]);
   }
 
   private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {

@@ -12,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
-import type { Incoming, Reply } from '../http/exchange.js';
+import type { BodySource, Incoming, Reply } from '../http/exchange.js';
 import type { Route } from '../http/router.js';
 import type { Change } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';
@@ -46,6 +46,8 @@ const toError = (e: ErrorData): VexilError =>
 export class ManagementActor {
   private worker!: Worker;
   private readonly pending = new Map<number, Pending>();
+  /** Piped replies whose pieces are still arriving. */
+  private readonly piped = new Map<number, PipedBody>();
   /** Front-side work that relayed events started (snapshot applies), awaited before each answer. */
   private readonly applying = new Set<Promise<void>>();
   private nextId = 1;
@@ -104,6 +106,8 @@ export class ManagementActor {
     const lost = [...this.pending.values()];
     this.pending.clear();
     for (const p of lost) p.reject(new VexilError('UNAVAILABLE', 'The management actor stopped; try again', { retryAfter: 1 }));
+    for (const body of this.piped.values()) body.fail();
+    this.piped.clear();
     if (this.closing || !this.started) return;
     this.log.error('management actor exited; starting a new one', { code });
     this.spawn();
@@ -117,11 +121,19 @@ export class ManagementActor {
         this.pending.delete(m.id);
         const reply: Reply = { status: m.status, headers: m.headers };
         if (m.body !== null) reply.raw = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
+        else if (m.piped !== undefined) {
+          const body = new PipedBody(m.piped, (t) => this.post({ t, id: m.id }), () => this.piped.delete(m.id));
+          this.piped.set(m.id, body);
+          reply.piped = body;
+        }
         // Read-your-writes: the events this request's write published are applied here first.
         if (this.applying.size === 0) p.resolve(reply);
         else void Promise.allSettled([...this.applying]).then(() => p.resolve(reply));
         return;
       }
+      case 'piece':
+        this.piped.get(m.id)?.arrived(m.bytes, m.last);
+        return;
       case 'rows': {
         const p = this.pending.get(m.id);
         if (p === undefined) return;
@@ -181,7 +193,11 @@ export class ManagementActor {
 
   /** A change the front's snapshot applied: the actor's replica follows it. */
   changed(change: Change): void {
-    if (!this.closing) this.worker.postMessage({ t: 'change', change } satisfies ToActor);
+    this.post({ t: 'change', change });
+  }
+
+  private post(m: ToActor): void {
+    if (!this.closing && this.alive) this.worker.postMessage(m);
   }
 
   /** The database as the front thread reads it: every query runs in the actor. */
@@ -215,5 +231,68 @@ export class ManagementActor {
     const timer = setTimeout(() => void worker.terminate(), 10_000);
     await exited;
     clearTimeout(timer);
+  }
+}
+
+/**
+ * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel). The actor
+ * sends PIECE_WINDOW pieces ahead; each piece the front takes asks for one more.
+ */
+class PipedBody implements BodySource {
+  private readonly queue: Uint8Array[] = [];
+  private complete = false;
+  private failed = false;
+  private waiter: { resolve(p: Uint8Array | null): void; reject(err: unknown): void } | null = null;
+
+  constructor(
+    readonly length: number,
+    private readonly tell: (t: 'more' | 'cancel') => void,
+    private readonly forget: () => void,
+  ) {}
+
+  arrived(bytes: Uint8Array, last: boolean): void {
+    if (last) {
+      this.complete = true;
+      this.forget();
+    }
+    const w = this.waiter;
+    if (w !== null) {
+      this.waiter = null;
+      this.took();
+      w.resolve(bytes);
+    } else this.queue.push(bytes);
+  }
+
+  next(): Promise<Uint8Array | null> {
+    if (this.failed) return Promise.reject(new VexilError('UNAVAILABLE', 'The management actor stopped'));
+    const piece = this.queue.shift();
+    if (piece !== undefined) {
+      this.took();
+      return Promise.resolve(piece);
+    }
+    if (this.complete) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  /** A piece was handed on: ask for the one PIECE_WINDOW ahead, unless all have come. */
+  private took(): void {
+    if (!this.complete) this.tell('more');
+  }
+
+  cancel(): void {
+    if (this.complete || this.failed) return;
+    this.failed = true;
+    this.forget();
+    this.tell('cancel');
+  }
+
+  /** The actor stopped before the last piece. */
+  fail(): void {
+    this.failed = true;
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(new VexilError('UNAVAILABLE', 'The management actor stopped'));
   }
 }

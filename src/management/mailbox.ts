@@ -12,6 +12,9 @@
  *   front ──request──────────▶ actor    a management request: its fields, body and admission
  *   front ◀─event───────────── actor    a cluster event the request's write published (change, key)
  *   front ◀─reply───────────── actor    status, headers and the serialised body (transferred)
+ *   front ◀─piece───────────── actor    or, for a large body, its pieces of PIECE_BYTES, at most
+ *   front ──more─────────────▶ actor    PIECE_WINDOW ahead of what the client has taken: each
+ *   front ──cancel───────────▶ actor    `more` asks for the next, `cancel` drops the rest
  *   front ──query────────────▶ actor    the front's own reads: key lookups, snapshot loads, polls
  *   front ◀─rows────────────── actor
  *   front ──change───────────▶ actor    a change the front's snapshot applied (bus, poll, own write)
@@ -60,6 +63,10 @@ export type ToActor =
   | { t: 'request'; id: number; route: string; fields: RequestFields; admission: Admission }
   | { t: 'query'; id: number; text: string; params: unknown[] | undefined; exec: boolean }
   | { t: 'change'; change: Change }
+  /** The client took a piece of reply `id`: send the next. */
+  | { t: 'more'; id: number }
+  /** The client of reply `id` went away: drop its pieces. */
+  | { t: 'cancel'; id: number }
   | { t: 'close' };
 
 /** A VexilError as it crosses the boundary. */
@@ -72,10 +79,21 @@ export interface ErrorData {
 export type FromActor =
   | { t: 'ready'; generatedAdminKey: string | null; kind: 'pglite' | 'postgres' }
   | { t: 'failed'; message: string }
-  | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null }
+  /** `piped`: the body (`body` null) follows in pieces, this many bytes in all. */
+  | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null; piped?: number }
+  | { t: 'piece'; id: number; bytes: Uint8Array; last: boolean }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
+
+/**
+ * A body larger than this crosses in pieces of this size: the front then never holds (nor makes
+ * its garbage collector account for) a whole large answer, and writes each piece in well under a
+ * millisecond between evaluations.
+ */
+export const PIECE_BYTES = 1 << 20;
+/** Pieces sent ahead of the client. */
+export const PIECE_WINDOW = 4;
 
 /** A management route's name in both threads' route tables. */
 export const routeId = (method: string, pattern: string): string => `${method} ${pattern}`;
