@@ -145,6 +145,8 @@ export interface Write {
   statuses: number[];
   attempts: number;
   ms: number;
+  /** Date.now() of the first attempt. */
+  startedAt?: number;
   lastText?: string;
 }
 
@@ -173,6 +175,7 @@ export async function sendWrite(
   budgetMs = 30_000,
 ): Promise<Write> {
   const began = Date.now();
+  w.startedAt = began;
   let committedSeen = false;
   for (let attempt = 0; ; attempt++) {
     const node = nodes[(startAt + attempt) % nodes.length];
