@@ -71,11 +71,9 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   const unexpected: UnexpectedExit[] = [];
   let runStart = Date.now();
   const nodes: ChaosNode[] = [];
-  for (let i = 0; i < 3; i++) {
-    const n = new ChaosNode(`chaos-n${i}`, await freePort(), env, (e) => unexpected.push(e), t);
-    await n.start(); // one at a time: the first bootstraps the empty database
-    nodes.push(n);
-  }
+  for (let i = 0; i < 3; i++) nodes.push(new ChaosNode(`chaos-n${i}`, await freePort(), env, (e) => unexpected.push(e), t));
+  await nodes[0].start(); // the first alone: it bootstraps the empty database
+  await Promise.all(nodes.slice(1).map((n) => n.start()));
   for (const n of nodes) t.ok(await n.ready(), `${n.name} ready`);
 
   // ---- fixtures: an evaluation key and the counter flag ------------------------------------------
