@@ -2,11 +2,10 @@
  * Failure behaviour (issue 4 item 4) and the cluster-wide rate limit (item 5), on real PostgreSQL
  * with a private nats-server that the test may stop and restart.
  */
-import { spawn } from 'node:child_process';
 import t from 'tap';
 import { NATS_BIN, postgresBehindProxy, PrivateNats, until } from '../helpers/cluster.js';
 import { createFlag, createKey, evaluate, freshPostgresDatabase, randomKey, request, startTestNode, upsertConfig } from '../helpers/node.js';
-import { projectPath } from '../../src/util/paths.js';
+import { spawnNode } from '../helpers/process.js';
 
 const skip = !process.env.DATABASE_URL ? 'DATABASE_URL is not set: cluster failure suite skipped' : !NATS_BIN ? 'nats-server not installed' : false;
 
@@ -87,23 +86,7 @@ t.test('a node killed mid-load: the other node keeps serving', { skip }, async (
   const db = await freshPostgresDatabase();
   t.teardown(db.drop);
   const adminKey = randomKey();
-  const startChild = async () => {
-    const child = spawn(process.execPath, [projectPath('dist', 'src', 'main.js')], {
-      env: { ...process.env, PORT: '0', DATABASE_URL: db.url, VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey, VEXIL_EVAL_WORKERS: '0', VEXIL_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    t.teardown(() => child.kill('SIGKILL'));
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += d;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`node exited ${code}`)));
-    });
-    return { child, url };
-  };
+  const startChild = () => spawnNode(t, { env: { DATABASE_URL: db.url, VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey }, stderr: 'inherit' });
   const a = await startChild();
   const b = await startChild();
   const mk = (url: string) => ({ url, adminKey, req: (m: string, p: string, o?: object) => request(url, m, p, o), node: null as never, close: async () => {} });

@@ -37,6 +37,8 @@ async function waitForPort(port: number, timeoutMs = 5000): Promise<void> {
 
 export class PrivateNats {
   private proc: ChildProcess | null = null;
+  /** Called when the server exits without stop() (a crash, or a signal the test did not mean to end it). */
+  onUnexpectedExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | null = null;
   private constructor(readonly port: number, private readonly args: string[]) {}
 
   /** `args`: extra nats-server options (e.g. `['--user', 'u', '--pass', 'p']` or `['--auth', token]`). */
@@ -52,8 +54,17 @@ export class PrivateNats {
 
   async restart(): Promise<void> {
     if (!NATS_BIN) throw new Error('nats-server binary not found');
-    this.proc = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(this.port), ...this.args], { stdio: 'ignore' });
+    const proc = spawn(NATS_BIN, ['-a', '127.0.0.1', '-p', String(this.port), ...this.args], { stdio: 'ignore' });
+    this.proc = proc;
+    proc.once('exit', (code, signal) => {
+      if (this.proc === proc) this.onUnexpectedExit?.(code, signal);
+    });
     await waitForPort(this.port);
+  }
+
+  /** Sends a signal that does not end the server (SIGSTOP, SIGCONT); stop() is the way to kill it. */
+  signal(sig: 'SIGSTOP' | 'SIGCONT'): void {
+    this.proc?.kill(sig);
   }
 
   async stop(): Promise<void> {

@@ -2,14 +2,13 @@
  * `npm start`'s process on SIGTERM and SIGINT (CONTRACT.md 8): an in-flight request is answered
  * with `Connection: close`, and the process exits with status 0.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { projectPath } from '../../src/util/paths.js';
 import { pgliteCopy } from '../helpers/node.js';
+import { spawnNode } from '../helpers/process.js';
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal}: in-flight answered, exit 0`, async (t) => {
@@ -19,22 +18,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(home, { recursive: true, force: true });
     });
-    const child = spawn(process.execPath, [projectPath('dist/src/main.js')], {
-      cwd: home,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', VEXIL_DATA_DIR: dataDir, VEXIL_EVAL_WORKERS: '0', VEXIL_LOG_LEVEL: 'warn', DATABASE_URL: '', NATS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    t.teardown(() => child.kill('SIGKILL'));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    let out = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d) => {
-        out += d.toString();
-        const m = /Vexil listening on (\S+)/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      child.on('exit', () => reject(new Error(`exited before listening: ${out}`)));
-    });
+    const node = await spawnNode(t, { cwd: home, env: { VEXIL_DATA_DIR: dataDir } });
+    const exited = node.exited.then((e) => e.code);
+    const url = node.url;
     const u = new URL(url);
     const sock = connect(Number(u.port), u.hostname);
     await new Promise((r) => sock.once('connect', r));
@@ -49,7 +35,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // Headers and half the body now; the rest after the signal.
     sock.write('POST /flags/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{');
     await new Promise((r) => setTimeout(r, 200));
-    child.kill(signal);
+    node.child.kill(signal);
     await new Promise((r) => setTimeout(r, 200));
     sock.write('}');
     await answered;

@@ -8,8 +8,7 @@
  * rather than the process; the test fails on either. `VEXIL_CUTS_MAIN=<path to another build's
  * dist/src/main.js>` runs it against another install (an unpatched copy fails it twice in a row).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -17,6 +16,7 @@ import t from 'tap';
 import { projectPath } from '../../src/util/paths.js';
 import { postgresBehindProxy, until } from '../helpers/cluster.js';
 import { boolVariants, postgresUrl, randomKey, request, skipWithoutPostgres } from '../helpers/node.js';
+import { spawnNode } from '../helpers/process.js';
 
 t.test('the installed postgres.js carries the null-socket guard (npm ci runs scripts/patch-postgres.mjs)', async (t) => {
   for (const rel of ['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js']) {
@@ -34,43 +34,18 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   const adminKey = randomKey();
   const home = mkdtempSync(join(tmpdir(), 'vexil-cuts-'));
   t.teardown(() => rmSync(home, { recursive: true, force: true }));
-  const child = spawn(process.execPath, [process.env.VEXIL_CUTS_MAIN ?? projectPath('dist/src/main.js')], {
-    cwd: home,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      NATS_URL: '',
-      VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey,
-      VEXIL_EVAL_WORKERS: '0',
-      VEXIL_LOG_LEVEL: 'warn',
-      VEXIL_RATE_LIMIT_MGMT: '100000',
-      VEXIL_DB_STATEMENT_TIMEOUT_MS: '2000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let exit: { code: number | null; signal: string | null } | null = null;
-  let stderr = '';
   const actorDeaths: string[] = [];
-  child.stderr.on('data', (d) => {
-    const text = d.toString();
-    stderr = (stderr + text).slice(-8000);
-    // The driver runs in the management actor's thread: a crash there ends the actor, not the process.
-    for (const line of text.split('\n')) if (/management actor (failed|exited)/.test(line)) actorDeaths.push(line.slice(0, 600));
+  const node = await spawnNode(t, {
+    main: process.env.VEXIL_CUTS_MAIN,
+    cwd: home,
+    env: { DATABASE_URL: databaseUrl, VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_DB_STATEMENT_TIMEOUT_MS: '2000' },
+    onStderr: (text) => {
+      // The driver runs in the management actor's thread: a crash there ends the actor, not the process.
+      for (const line of text.split('\n')) if (/management actor (failed|exited)/.test(line)) actorDeaths.push(line.slice(0, 600));
+      if (process.env.VEXIL_TEST_STDERR) appendFileSync(process.env.VEXIL_TEST_STDERR, text);
+    },
   });
-  child.on('exit', (code, signal) => (exit = { code, signal }));
-  if (process.env.VEXIL_TEST_STDERR) { const { appendFileSync } = await import('node:fs'); child.stderr.on('data', (d) => appendFileSync(process.env.VEXIL_TEST_STDERR!, d)); }
-  t.teardown(() => child.kill('SIGKILL'));
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d.toString();
-      const m = /Vexil listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', () => reject(new Error(`exited before listening: ${out}${stderr}`)));
-  });
+  const url = node.url;
   const slow: string[] = [];
   const req = async (method: string, path: string, body?: unknown) => {
     const t0 = Date.now();
@@ -87,14 +62,14 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   const count = (s: number) => statuses.set(s, (statuses.get(s) ?? 0) + 1);
   let seq = 0;
   const writer = async () => {
-    while (running && exit === null) {
+    while (running && node.exit === null) {
       const name = `f-${seq++}`;
       count((await req('POST', '/api/flags', { name, project: 'default', type: 'boolean', variants: boolVariants })).status);
       count((await req('POST', `/api/flags/${name}/configs`, { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: seq % 101 })).status);
     }
   };
   const reader = async () => {
-    while (running && exit === null) {
+    while (running && node.exit === null) {
       count((await req('GET', '/api/audit?limit=5')).status);
       count((await req('GET', '/api/keys')).status);
     }
@@ -103,7 +78,7 @@ t.test('hundreds of cut connections under load: the process never exits and keep
 
   let cuts = 0;
   const began = Date.now();
-  for (let i = 0; i < 300 && exit === null; i++) {
+  for (let i = 0; i < 300 && node.exit === null; i++) {
     if (i % 2 === 0) {
       await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
     } else {
@@ -119,7 +94,7 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   await Promise.all(load);
   t.comment(`cuts: ${cuts} in ${Date.now() - began} ms; answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
   t.comment(`slow answers: ${slow.length}\n${slow.slice(0, 20).join('\n')}`);
-  t.equal(exit, null, `the process is still running (stderr tail: ${stderr.slice(-1500)})`);
+  t.equal(node.exit, null, `the process is still running (stderr tail: ${node.stderrTail().slice(-1500)})`);
   t.equal(cuts, 300, 'all 300 cuts done');
   t.same(actorDeaths, [], 'nor did the management actor (the thread that owns the connection) ever die');
   t.ok([...statuses.values()].reduce((a, b) => a + b, 0) > 0, 'requests were answered during the cuts');
@@ -130,5 +105,5 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   const after = await until(() => req('POST', '/api/flags', { name: 'after-the-storm', project: 'default', type: 'boolean', variants: boolVariants }), (r) => r.status === 201, 15_000, 100);
   t.equal(after.status, 201, 'a write after the cuts succeeds');
   t.equal((await req('GET', '/api/flags/after-the-storm')).status, 200, 'and is read back');
-  t.equal(exit, null, 'still running');
+  t.equal(node.exit, null, 'still running');
 });
