@@ -41,6 +41,8 @@ interface RecordRow {
   headers: Record<string, string> | string | null;
   body: string | null;
   key_id: string | null;
+  /** How long ago the record was claimed (its write's commit), in ms. */
+  age_ms: number;
 }
 
 let lastCleanup = 0;
@@ -83,7 +85,9 @@ async function answerFromRecord(rt: Runtime, scope: string, key: string, fingerp
   const until = Date.now() + IN_PROGRESS_WAIT_MS;
   for (;;) {
     const rows = await rt.db.query<RecordRow>(
-      `select fingerprint, status, headers, body, key_id from idempotency_keys
+      `select fingerprint, status, headers, body, key_id,
+              (extract(epoch from (now() - created_at)) * 1000)::float8 as age_ms
+       from idempotency_keys
        where scope = $1 and idem_key = $2 and created_at > now() - ${IDEMPOTENCY_TTL}`,
       [scope, key],
     );
@@ -103,8 +107,13 @@ async function answerFromRecord(rt: Runtime, scope: string, key: string, fingerp
       const headers = typeof row.headers === 'string' ? (JSON.parse(row.headers) as Record<string, string>) : (row.headers ?? {});
       return { status: row.status, headers: { ...headers, 'idempotent-replayed': 'true' }, ...(row.body === null ? {} : { raw: row.body }) };
     }
-    // Committed, answer not recorded yet (the first request is finishing), or its node stopped in between.
-    if (Date.now() >= until) return conflict('A request with this Idempotency-Key is still in progress or its answer was lost; try again later');
+    // Committed, answer not recorded yet: the first request is finishing, or its node stopped in between.
+    if (row.age_ms > 2 * rt.config.dbStatementTimeoutMs + IN_PROGRESS_WAIT_MS) {
+      // Long past any statement's end: its node stopped between the commit and the record. The write
+      // happened, once; what it answered is lost. Never run it again.
+      return conflict('The request with this Idempotency-Key was written, but its node stopped before recording the answer: read the resource for the outcome; it will not be written again');
+    }
+    if (Date.now() >= until) return conflict('A request with this Idempotency-Key is still in progress; try again later');
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -192,9 +192,13 @@ export async function sendWrite(
     let retry = RETRYABLE.has(r.status);
     if (r.status === 409) {
       const detail = String(r.body?.detail ?? '');
-      if (/still in progress or its answer was lost/.test(detail)) {
+      if (/still in progress/.test(detail)) {
         committedSeen = true; // the record is only visible once the write committed
         retry = true;
+      } else if (/node stopped before recording the answer/.test(detail)) {
+        // Committed once; its node died before recording the answer (src/management/idempotency.ts).
+        w.outcome = 'committed';
+        break;
       } else if (/did not complete; try again/.test(detail)) {
         retry = true;
       }

@@ -5,7 +5,9 @@
  * across a restart (PGlite).
  */
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import postgres from 'postgres';
 import {
   boolVariants,
   expectProblem,
@@ -136,6 +138,21 @@ t.test('PostgreSQL: two nodes, concurrent duplicates, restart', { skip: skipWith
     for (const r of all.slice(1)) t.same(r.body, all[0].body, 'the same body');
   }
   t.equal(await auditCount(a), events + 5, 'each race wrote one flag and one audit event');
+
+  // A node that stopped between a write's commit and recording its answer leaves a record without
+  // one (the chaos test meets it: test/chaos). Past any statement's time, a repeat says so and
+  // writes nothing; it is never run again.
+  const keyId = (await a.req('GET', '/api/keys/self', { key: a.adminKey })).body.id as string;
+  const lostBody = flagBody('pg-lost');
+  const fingerprint = createHash('sha256').update(`POST\n/api/flags\n`).update(JSON.stringify(lostBody)).digest('hex');
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  await sql`insert into idempotency_keys (scope, idem_key, fingerprint, created_at)
+            values (${`key:${keyId}`}, 'lost-answer', ${fingerprint}, now() - interval '1 minute')`;
+  await sql.end();
+  const lost = await post(b, '/api/flags', lostBody, 'lost-answer');
+  expectProblem(t, lost, 409, 'CONFLICT', 'a committed write whose answer was never recorded');
+  t.match(lost.body.detail, /node stopped before recording the answer/, 'says what happened');
+  t.equal((await b.req('GET', '/api/flags/pg-lost', { key: a.adminKey })).status, 404, 'and does not write it again');
 
   await a.close();
   const c = await startTestNode(t, { databaseUrl: db.url, env, adminKey: a.adminKey });
