@@ -18,6 +18,7 @@ import {
   type ResponseWriter,
   type StreamSink,
 } from './exchange.js';
+import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { HttpFront, FrontInfo } from './front.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
 import { STATUS_LINE } from './status.js';
@@ -121,7 +122,7 @@ class UwsStream implements StreamSink {
   }
 }
 
-function handlerFor(ctx: ExchangeContext, route: Route) {
+function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
   const params = paramCount(route.pattern);
   const method = HTTP_NAME[route.method];
   const readBody = HAS_BODY[route.method];
@@ -169,17 +170,24 @@ function handlerFor(ctx: ExchangeContext, route: Route) {
     }
     let reader: BodyReader | null = new BodyReader(route, inc);
     w.bodyPending = true;
+    // A body not whole within its deadline: the connection is closed (onAborted ends the exchange).
+    const bodyDone = bodies.start(() => {
+      reader = null;
+      if (!w.aborted) res.close();
+    });
     res.onData((chunk, isLast) => {
       if (reader === null) return;
       // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.
       if (!reader.push(new Uint8Array(chunk), true)) {
         reader = null;
+        bodyDone();
         tooLarge(ctx, w, route);
         return;
       }
       if (isLast) {
         reader.finish(inc);
         reader = null;
+        bodyDone();
         w.bodyPending = false;
         runExchange(ctx, route, inc, w);
       }
@@ -193,10 +201,15 @@ function tooLarge(ctx: ExchangeContext, w: UwsWriter, route: Route): void {
   sendError(ctx, w, null, tooLargeError(), true, route);
 }
 
-export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeContext, routes: Route[]): HttpFront {
+/**
+ * `timeouts.bodyMs` is enforced here; uWS's own timer bounds heads and idle connections at 10 s
+ * (client-timeouts.ts), so `headMs` and `idleMs` do not apply.
+ */
+export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeContext, routes: Route[], timeouts: ClientTimeouts): HttpFront {
   const app: TemplatedApp = uws.App();
+  const bodies = new BodyDeadlines(timeouts.bodyMs);
   for (const group of groupByPattern(routes)) {
-    for (const r of group.routes) app[r.method](r.pattern, handlerFor(ctx, r));
+    for (const r of group.routes) app[r.method](r.pattern, handlerFor(ctx, r, bodies));
     app.any(group.pattern, (res, req) => {
       ctx.begin();
       sendReply(ctx, new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id'))), group.otherMethod(req.getMethod(), req.getHeader('origin')));
@@ -226,6 +239,7 @@ export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeCon
       listenSocket = null;
     },
     closeConnections() {
+      bodies.stop();
       // Closes every socket of the app; present in both packages, missing from 20.30's typings.
       (app as TemplatedApp & { close(): void }).close();
     },
