@@ -63,7 +63,7 @@ export class OfrepStreams {
 
   constructor(
     registry: SnapshotRegistry,
-    keys: KeyCache,
+    private readonly keys: KeyCache,
     private readonly db: Queryable,
     private readonly log: Logger,
     private readonly limits: StreamLimits,
@@ -186,7 +186,12 @@ export class OfrepStreams {
       const streams = this.byKey.get(keyId);
       if (streams === undefined) return;
       // The token was signed with the hash the stream connected with; a rotation changes it.
-      if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) this.endKey(keyId);
+      if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) {
+        // This node missed the key's change: its cached copy goes too (reconnecting then gets 401,
+        // evaluations look the key up again), and the invalidation ends the streams (endKey).
+        this.keys.invalidateKey(keyId);
+        this.endKey(keyId);
+      }
     } catch (err) {
       // The database does not answer: the streams stay, and the next pass asks again.
       this.log.warn('OFREP stream key check failed', { err: err as Error });
