@@ -63,11 +63,6 @@ export class BodyDeadlines {
     };
   }
 
-  /** Bodies still arriving. */
-  get size(): number {
-    return this.pending.size;
-  }
-
   /** Stops the sweep (the front closes); pending deadlines are dropped. */
   stop(): void {
     this.pending.clear();

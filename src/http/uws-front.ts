@@ -31,6 +31,8 @@ class UwsWriter implements ResponseWriter {
   aborted = false;
   /** The body is still arriving: the exchange has not reached its handler. */
   bodyPending = false;
+  /** Ends the pending body's deadline (client-timeouts.ts) when the client leaves first. */
+  bodyDeadline: (() => void) | null = null;
   private stream: UwsStream | null = null;
   readonly startedAt = performance.now();
 
@@ -45,6 +47,7 @@ class UwsWriter implements ResponseWriter {
       // A client that leaves mid-body never reaches the handler: the exchange ends here.
       if (this.bodyPending) {
         this.bodyPending = false;
+        this.bodyDeadline?.();
         ctx.done();
       }
     });
@@ -175,6 +178,7 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
       reader = null;
       if (!w.aborted) res.close();
     });
+    w.bodyDeadline = bodyDone;
     res.onData((chunk, isLast) => {
       if (reader === null) return;
       // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.

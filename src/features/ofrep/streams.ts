@@ -188,7 +188,7 @@ export class OfrepStreams {
       // The token was signed with the hash the stream connected with; a rotation changes it.
       if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) {
         // This node missed the key's change: its cached copy goes too (reconnecting then gets 401,
-        // evaluations look the key up again), and the invalidation ends the streams (endKey).
+        // evaluations look the key up again), and its streams end.
         this.keys.invalidateKey(keyId);
         this.endKey(keyId);
       }
