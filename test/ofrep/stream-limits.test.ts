@@ -2,11 +2,12 @@
  * OFREP event streams under CONTRACT.md 14, on both fronts: past VEXIL_SSE_MAX_STREAMS_PER_KEY
  * open streams of one key on a node, one more is 429 RATE_LIMITED (problem+json, Retry-After);
  * a closed stream frees its place; other keys are not affected. Every open stream's key is read
- * again from the database every VEXIL_SSE_KEY_RECHECK_MS, so a key disabled or deleted in the
+ * again from the database every VEXIL_SSE_KEY_RECHECK_MS, so a key disabled, rotated or deleted in the
  * database without its message reaching the node (here: written straight to the database, past
  * the management API and the bus) ends its streams. Nothing else would end them: no key event
  * reaches the node, and the key cache ends no stream by expiring.
  */
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { loadNativeUws } from '../../src/http/uws.js';
 import type { TestNode } from '../helpers/node.js';
@@ -71,14 +72,18 @@ for (const front of ['uws', 'node'] as const) {
       t.ok(streams.slice(1).every((s) => !s.isEnded), 'the other streams stay open');
     });
 
-    t.test('a key disabled or deleted in the database alone ends its streams at the next re-check', async (t) => {
-      for (const change of ['disabled', 'deleted'] as const) {
+    t.test('a key disabled, rotated or deleted in the database alone ends its streams at the next re-check', async (t) => {
+      for (const change of ['disabled', 'rotated', 'deleted'] as const) {
         const key = await evalKey(n, org.adminKey, 'web');
         const url = await streamUrl(n, key);
         const s = await connect(url);
         t.equal(s.status, 200, `${change}: stream open`);
         // Straight to the database: no key event on this node, as when the bus lost the message.
-        const sql = change === 'disabled' ? 'update management_keys set disabled = true where id = $1' : 'delete from management_keys where id = $1';
+        const sql = {
+          disabled: 'update management_keys set disabled = true where id = $1',
+          rotated: `update management_keys set key_hash = '${randomBytes(32).toString('hex')}' where id = $1`,
+          deleted: 'delete from management_keys where id = $1',
+        }[change];
         await n.node.runtime.db.query(sql, [keyIdOf(url)]);
         t.ok(await within(s.ended, RECHECK_MS * 2 + 1500), `${change}: the stream ends within the re-check period`);
         const again = await openSse(url);
