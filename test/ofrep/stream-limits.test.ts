@@ -1,6 +1,7 @@
 /**
  * OFREP event streams under CONTRACT.md 14, on both fronts: past VEXIL_SSE_MAX_STREAMS_PER_KEY
- * open streams of one key on a node, one more is 429 RATE_LIMITED (problem+json, Retry-After);
+ * open streams of one key on a node, one more is 429 RATE_LIMITED (in OFREP's `{errorDetails}`
+ * shape, as every error of the OFREP routes, CONTRACT.md 9; Retry-After);
  * a closed stream frees its place; other keys are not affected. Every open stream's key is read
  * again from the database every VEXIL_SSE_KEY_RECHECK_MS, so a key disabled, rotated or deleted in the
  * database without its message reaching the node (here: written straight to the database, past
@@ -50,10 +51,11 @@ for (const front of ['uws', 'node'] as const) {
       t.same(streams.map((s) => s.status), Array(MAX).fill(200), `${MAX} streams open`);
       const over = await openSse(url);
       t.equal(over.status, 429, `stream ${MAX + 1}: 429`);
-      t.match(over.headers.get('content-type') ?? '', /^application\/problem\+json/, 'problem+json');
-      const problem = JSON.parse(over.text);
-      t.equal(problem.code, 'RATE_LIMITED', 'code RATE_LIMITED');
-      t.match(problem.detail, /VEXIL_SSE_MAX_STREAMS_PER_KEY/, 'detail names the limit');
+      // RATE_LIMITED in OFREP's error shape, as every error of the OFREP routes (CONTRACT.md 9).
+      t.match(over.headers.get('content-type') ?? '', /^application\/json/, 'JSON');
+      const error = JSON.parse(over.text);
+      t.same(Object.keys(error), ['errorDetails'], "OFREP's {errorDetails}");
+      t.match(error.errorDetails, /VEXIL_SSE_MAX_STREAMS_PER_KEY/, 'naming the limit');
       t.ok(Number(over.headers.get('retry-after')) >= 1, 'Retry-After');
 
       const other = await connect(await streamUrl(n, await evalKey(n, org.adminKey, 'web')));

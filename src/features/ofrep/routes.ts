@@ -11,7 +11,7 @@ import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import { hashKey } from '../../auth/key-material.js';
 import type { Principal } from '../../auth/permissions.js';
 import { VexilError } from '../../domain/errors.js';
-import { bodyDeeperThan, errorReply, jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
+import { bodyDeeperThan, jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
 import { queryParam } from '../../http/query.js';
 import { CorsPolicy } from '../../http/cors.js';
 import type { Route } from '../../http/router.js';
@@ -104,8 +104,8 @@ export function ofrepRoutes(rt: Runtime): Route[] {
   const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
   const events = async (inc: Incoming): Promise<Reply> => {
     const grant = await authorizeStream(rt, queryParam(inc.query, 'token'), clientAddress(inc));
-    // CONTRACT.md 14 names this refusal's code: problem+json, unlike the stream's OFREP-shaped 401s.
-    if (hub.full(grant.keyId)) return errorReply(tooManyStreams(rt.config.sseMaxStreamsPerKey));
+    // CONTRACT.md 14's 429 RATE_LIMITED, in OFREP's shape like every error of this route (CONTRACT.md 9).
+    if (hub.full(grant.keyId)) throw tooManyStreams(rt.config.sseMaxStreamsPerKey);
     return {
       status: 200,
       headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-store', 'x-accel-buffering': 'no' },
