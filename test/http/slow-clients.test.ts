@@ -118,5 +118,15 @@ for (const front of ['uws', 'node'] as const) {
       t.match(stream.received, /data: open/, 'its event arrived');
       stream.socket.destroy();
     });
+
+    t.test('a closed slow request ends its exchange: shutdown does not wait for it', async (t) => {
+      // The half body above was cut by its deadline; an exchange left counted would hold close()
+      // for the whole grace time (VEXIL_SHUTDOWN_GRACE_MS, 10 s).
+      for (const s of sockets) s.socket.destroy();
+      const t0 = performance.now();
+      await n.close();
+      const ms = performance.now() - t0;
+      t.ok(ms < 5000, `close() took ${Math.round(ms)} ms`);
+    });
   });
 }
