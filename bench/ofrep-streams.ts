@@ -1,5 +1,6 @@
 /**
- * OFREP event streams at scale: opens N idle SSE streams (default 5,000) on one node
+ * OFREP event streams at scale: opens N idle SSE streams (default 5,000, all of one key, so the
+ * node runs with VEXIL_SSE_MAX_STREAMS_PER_KEY=N) on one node
  * (`node dist/src/main.js`, PGlite) from raw sockets, reports the node's resident memory per
  * stream, then makes one flag change and reports how many streams got `refetchEvaluation` and how
  * fast (first and last, as this process reads them: on a shared machine the reading side dominates). Usage: `npm run build && node dist/bench/ofrep-streams.js [--streams N]`.
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'vexil-streams-'));
   const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/main.js')], {
-    env: { ...process.env, DATABASE_URL: '', NATS_URL: '', HOST: '127.0.0.1', PORT: String(port), VEXIL_DATA_DIR: dataDir, VEXIL_BOOTSTRAP_ADMIN_KEY: admin, VEXIL_LOG_LEVEL: 'warn', VEXIL_EVAL_WORKERS: '0', VEXIL_RATE_LIMIT_EVAL: '100000000' },
+    env: { ...process.env, DATABASE_URL: '', NATS_URL: '', HOST: '127.0.0.1', PORT: String(port), VEXIL_DATA_DIR: dataDir, VEXIL_BOOTSTRAP_ADMIN_KEY: admin, VEXIL_LOG_LEVEL: 'warn', VEXIL_EVAL_WORKERS: '0', VEXIL_RATE_LIMIT_EVAL: '100000000', VEXIL_SSE_MAX_STREAMS_PER_KEY: String(STREAMS) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_TENANCY_LIMITS, type TenancyLimits } from './domain/validation/tenancy-limits.js';
+import type { ClientTimeouts } from './http/client-timeouts.js';
 
 const intIn = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -76,6 +77,14 @@ const schema = z.object({
   VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
   // Database faults (CONTRACT.md 14): statement, lock and idle-in-transaction timeout.
   VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
+  // Slow clients (CONTRACT.md 14, docs/limits.md): the contract's bounds are the defaults and the
+  // most allowed; lower values are for tests.
+  VEXIL_HEAD_TIMEOUT_MS: intIn(100, 10_000).default(10_000),
+  VEXIL_BODY_TIMEOUT_MS: intIn(100, 30_000).default(30_000),
+  VEXIL_IDLE_TIMEOUT_MS: intIn(100, 120_000).default(120_000),
+  // Event streams (CONTRACT.md 14): per key and node, and how often an open stream's key is read again.
+  VEXIL_SSE_MAX_STREAMS_PER_KEY: intIn(1, 10_000_000).default(1000),
+  VEXIL_SSE_KEY_RECHECK_MS: intIn(100, 60_000).default(60_000),
 });
 
 export interface Config {
@@ -135,6 +144,12 @@ export interface Config {
   tenancyLimits: TenancyLimits;
   /** Any one database statement, a write's wait for its organization's lock, and an idle transaction (CONTRACT.md 14). */
   dbStatementTimeoutMs: number;
+  /** Request head, body and keep-alive idle time bounds (CONTRACT.md 14, http/client-timeouts.ts). */
+  clientTimeouts: ClientTimeouts;
+  /** Open OFREP event streams of one key on this node; one more is 429 (CONTRACT.md 14). */
+  sseMaxStreamsPerKey: number;
+  /** How often every open event stream's key is read again from the database (at most 60 s). */
+  sseKeyRecheckMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -193,5 +208,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxValueBytes: e.VEXIL_MAX_VALUE_BYTES,
     },
     dbStatementTimeoutMs: e.VEXIL_DB_STATEMENT_TIMEOUT_MS,
+    clientTimeouts: { headMs: e.VEXIL_HEAD_TIMEOUT_MS, bodyMs: e.VEXIL_BODY_TIMEOUT_MS, idleMs: e.VEXIL_IDLE_TIMEOUT_MS },
+    sseMaxStreamsPerKey: e.VEXIL_SSE_MAX_STREAMS_PER_KEY,
+    sseKeyRecheckMs: e.VEXIL_SSE_KEY_RECHECK_MS,
   };
 }

@@ -151,6 +151,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       nodeId: config.nodeId,
       metrics,
       metricsToken: config.metricsToken,
+      authFailures: rt.authFailures,
       dbHealth: new DbHealth(db),
       draining: () => exchanges.draining,
       clusterNodes: () => membership.nodes,
@@ -169,7 +170,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const front = createFront(
       exchanges,
       routes,
-      { requireNative: config.requireNativeHttp, forceFallback: config.httpFront === 'node' },
+      { requireNative: config.requireNativeHttp, forceFallback: config.httpFront === 'node', timeouts: config.clientTimeouts },
       log.child({ component: 'http' }),
     );
     const port = await front.listen(config.host, config.port);

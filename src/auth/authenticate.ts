@@ -30,8 +30,11 @@ export type AddressSource = (() => string) | null;
 
 const addressOf = (source: AddressSource): string | null => (source === null ? null : source() || null);
 
+/** What the failed-authentication checks need: only the budget (the ops routes have no Runtime). */
+type Budgeted = Pick<Runtime, 'authFailures'>;
+
 /** A 401, charged to the address's failed-authentication budget (or a 429 when it is spent). */
-export function refuse(rt: Runtime, source: AddressSource, msg: string): VexilError {
+export function refuse(rt: Budgeted, source: AddressSource, msg: string): VexilError {
   const address = addressOf(source);
   if (address === null) return unauthenticated(msg);
   const wait = rt.authFailures.blocked(address);
@@ -41,7 +44,7 @@ export function refuse(rt: Runtime, source: AddressSource, msg: string): VexilEr
 }
 
 /** Before a key lookup for an unknown credential: the address's spent budget is a 429 (CONTRACT.md 8). */
-export function checkAuthBudget(rt: Runtime, source: AddressSource): void {
+export function checkAuthBudget(rt: Budgeted, source: AddressSource): void {
   const address = addressOf(source);
   const wait = address === null ? 0 : rt.authFailures.blocked(address);
   if (wait > 0) throw tooManyFailures(wait);

@@ -5,6 +5,7 @@
  * exchange logic (exchange.ts); the rest of the code never knows which one runs.
  */
 import type { Logger } from '../util/log.js';
+import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './client-timeouts.js';
 import type { ExchangeContext } from './exchange.js';
 import { createNodeFront } from './node-front.js';
 import type { Route } from './router.js';
@@ -40,13 +41,16 @@ export interface FrontOptions {
   /** Tests: force the fallback front. */
   forceFallback?: boolean;
   candidates?: UwsCandidate[];
+  /** Slow-client bounds (CONTRACT.md 14); the contract's by default. */
+  timeouts?: ClientTimeouts;
 }
 
 export function createFront(ctx: ExchangeContext, routes: Route[], opts: FrontOptions, log: Logger): HttpFront {
+  const timeouts = opts.timeouts ?? DEFAULT_CLIENT_TIMEOUTS;
   const loaded = opts.forceFallback ? { ok: false as const, reasons: ['VEXIL_HTTP_FRONT=node'] } : loadNativeUws(opts.candidates ?? UWS_CANDIDATES);
   if (loaded.ok) {
     log.info('http front: native uWebSockets.js', { package: loaded.name, version: loaded.version });
-    return createUwsFront(loaded.module, { kind: 'uws', package: loaded.name, version: loaded.version, fallbackReason: null }, ctx, routes);
+    return createUwsFront(loaded.module, { kind: 'uws', package: loaded.name, version: loaded.version, fallbackReason: null }, ctx, routes, timeouts);
   }
   const reason = loaded.reasons.join('; ');
   if (opts.requireNative) {
@@ -64,5 +68,5 @@ export function createFront(ctx: ExchangeContext, routes: Route[], opts: FrontOp
       { node: process.version, reasons: loaded.reasons },
     );
   }
-  return createNodeFront({ kind: 'node', package: null, version: null, fallbackReason: reason }, ctx, routes);
+  return createNodeFront({ kind: 'node', package: null, version: null, fallbackReason: reason }, ctx, routes, timeouts);
 }

@@ -21,6 +21,7 @@ import {
   type StreamSink,
   type BodySource,
 } from './exchange.js';
+import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { FrontInfo, HttpFront } from './front.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, RouteTable, type Route } from './router.js';
 import { STATUS_TEXT } from './status.js';
@@ -136,10 +137,19 @@ const remoteAddressOf = (req: IncomingMessage): string => {
   return a.startsWith('::ffff:') ? a.slice(7) : a;
 };
 
-export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: Route[]): HttpFront {
+export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: Route[], timeouts: ClientTimeouts): HttpFront {
   const table = new RouteTable(groupByPattern(routes));
+  const bodies = new BodyDeadlines(timeouts.bodyMs);
 
-  const server = createServer((req, res) => {
+  // Slow clients (CONTRACT.md 14, client-timeouts.ts). Node checks head and request deadlines on
+  // an interval (30 s by default): a few times per head timeout keeps them close to their bound.
+  const server = createServer({
+    headersTimeout: timeouts.headMs,
+    // Head and body together: the bound for bodies that no handler reads (404, 405, 413).
+    requestTimeout: timeouts.headMs + timeouts.bodyMs,
+    keepAliveTimeout: timeouts.idleMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headMs / 4))),
+  }, (req, res) => {
     ctx.begin();
     const w = new NodeWriter(res, ctx.requestId(header(req, 'x-request-id')));
     const url = req.url ?? '/';
@@ -197,30 +207,31 @@ export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: R
     }
     const reader = new BodyReader(route, inc);
     let settled = false;
+    // A body not whole within its deadline: the connection is closed ('close' below ends the exchange).
+    const bodyDone = bodies.start(() => req.socket.destroy());
     req.on('data', (chunk: Buffer) => {
       if (settled) return;
       if (!reader.push(chunk, false)) {
         settled = true;
+        bodyDone();
         sendError(ctx, w, null, tooLargeError(), true, route);
       }
     });
     req.on('end', () => {
       if (settled) return;
       settled = true;
+      bodyDone();
       reader.finish(inc);
       runExchange(ctx, route, inc, w);
     });
     req.on('close', () => {
       // A client that leaves mid-body never reaches the handler: the exchange ends here.
+      bodyDone();
       if (settled) return;
       settled = true;
       ctx.done();
     });
   });
-  // Slow-client protection comparable to uWS's own timeouts.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 10_000;
 
   // The listener is a plain net.Server handing sockets to the HTTP server: closing it stops new
   // connections without touching open ones (http.Server.close() would also close connections it
@@ -238,6 +249,9 @@ export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: R
         listener.once('error', reject);
         listener.listen(port, host, () => {
           listener.off('error', reject);
+          // node:http starts tracking connections for its head and request deadlines when it
+          // listens; it never listens itself here (the net listener hands it sockets), so tell it.
+          server.emit('listening');
           resolve((listener.address() as AddressInfo).port);
         });
       }),
@@ -246,6 +260,9 @@ export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: R
     },
     closeConnections() {
       for (const s of sockets) s.destroy();
+      bodies.stop();
+      // Stops node:http's deadline checks (it is not listening: nothing else to close).
+      server.close();
     },
   };
 }

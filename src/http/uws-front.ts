@@ -19,6 +19,7 @@ import {
   type ResponseWriter,
   type StreamSink,
 } from './exchange.js';
+import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { HttpFront, FrontInfo } from './front.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
 import { STATUS_LINE } from './status.js';
@@ -31,6 +32,8 @@ class UwsWriter implements ResponseWriter {
   aborted = false;
   /** The body is still arriving: the exchange has not reached its handler. */
   bodyPending = false;
+  /** Ends the pending body's deadline (client-timeouts.ts) when the client leaves first. */
+  bodyDeadline: (() => void) | null = null;
   private stream: UwsStream | null = null;
   /** Wakes a `pipe` waiting for the socket when the client goes away. */
   private wake: (() => void) | null = null;
@@ -50,6 +53,7 @@ class UwsWriter implements ResponseWriter {
       // A client that leaves mid-body never reaches the handler: the exchange ends here.
       if (this.bodyPending) {
         this.bodyPending = false;
+        this.bodyDeadline?.();
         ctx.done();
       }
     });
@@ -179,7 +183,7 @@ class UwsStream implements StreamSink {
   }
 }
 
-function handlerFor(ctx: ExchangeContext, route: Route) {
+function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
   const params = paramCount(route.pattern);
   const method = HTTP_NAME[route.method];
   const readBody = HAS_BODY[route.method];
@@ -227,17 +231,25 @@ function handlerFor(ctx: ExchangeContext, route: Route) {
     }
     let reader: BodyReader | null = new BodyReader(route, inc);
     w.bodyPending = true;
+    // A body not whole within its deadline: the connection is closed (onAborted ends the exchange).
+    const bodyDone = bodies.start(() => {
+      reader = null;
+      if (!w.aborted) res.close();
+    });
+    w.bodyDeadline = bodyDone;
     res.onData((chunk, isLast) => {
       if (reader === null) return;
       // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.
       if (!reader.push(new Uint8Array(chunk), true)) {
         reader = null;
+        bodyDone();
         tooLarge(ctx, w, route);
         return;
       }
       if (isLast) {
         reader.finish(inc);
         reader = null;
+        bodyDone();
         w.bodyPending = false;
         runExchange(ctx, route, inc, w);
       }
@@ -251,10 +263,15 @@ function tooLarge(ctx: ExchangeContext, w: UwsWriter, route: Route): void {
   sendError(ctx, w, null, tooLargeError(), true, route);
 }
 
-export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeContext, routes: Route[]): HttpFront {
+/**
+ * `timeouts.bodyMs` is enforced here; uWS's own timer bounds heads and idle connections at 10 s
+ * (client-timeouts.ts), so `headMs` and `idleMs` do not apply.
+ */
+export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeContext, routes: Route[], timeouts: ClientTimeouts): HttpFront {
   const app: TemplatedApp = uws.App();
+  const bodies = new BodyDeadlines(timeouts.bodyMs);
   for (const group of groupByPattern(routes)) {
-    for (const r of group.routes) app[r.method](r.pattern, handlerFor(ctx, r));
+    for (const r of group.routes) app[r.method](r.pattern, handlerFor(ctx, r, bodies));
     app.any(group.pattern, (res, req) => {
       ctx.begin();
       sendReply(ctx, new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id'))), group.otherMethod(req.getMethod(), req.getHeader('origin')));
@@ -284,6 +301,7 @@ export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeCon
       listenSocket = null;
     },
     closeConnections() {
+      bodies.stop();
       // Closes every socket of the app; present in both packages, missing from 20.30's typings.
       (app as TemplatedApp & { close(): void }).close();
     },

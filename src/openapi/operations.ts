@@ -257,12 +257,13 @@ registerOperations({
   },
   'GET /metrics': {
     summary: 'Prometheus metrics (text exposition format)',
-    description: 'Needs `Authorization: Bearer <VEXIL_METRICS_TOKEN>` when that setting is set.',
+    description:
+      'Needs `Authorization: Bearer <VEXIL_METRICS_TOKEN>` when that setting is set. A missing or wrong token spends the address\'s failed-authentication budget; past it 429.',
     tags: ['Operations'],
     security: ['metricsToken'],
     securityOptional: true,
     responses: { 200: { description: 'Metrics', schema: { type: 'string' }, contentType: 'text/plain; version=0.0.4' } },
-    errors: [401],
+    errors: [401, 429],
   },
   'GET /api/openapi.json': {
     summary: 'This document',

@@ -1,8 +1,12 @@
 /**
  * Operations endpoints (CONTRACT.md 10): `/livez`, `/readyz`, `/healthz` and `/metrics`. None of
  * them needs a Management Key or shows one; `/metrics` asks for `Authorization: Bearer <token>`
- * when VEXIL_METRICS_TOKEN is set.
+ * when VEXIL_METRICS_TOKEN is set. A missing or wrong token spends the client address's
+ * failed-authentication budget (CONTRACT.md 8 and 14), as a wrong key or operator token does.
  */
+import type { AuthFailureBudget } from '../auth/auth-failures.js';
+import { checkAuthBudget, refuse } from '../auth/authenticate.js';
+import { clientAddress } from '../auth/client-address.js';
 import { secretMatches } from '../auth/key-material.js';
 import { VexilError } from '../domain/errors.js';
 import { errorReply, type Reply } from '../http/exchange.js';
@@ -15,6 +19,8 @@ export interface OpsDeps {
   /** Null when VEXIL_METRICS=0: no /metrics route. */
   metrics: NodeMetrics | null;
   metricsToken: string | null;
+  /** Failed authentications per client address, shared with keys and the operator token. */
+  authFailures: AuthFailureBudget;
   dbHealth: DbHealth;
   draining(): boolean;
   clusterNodes(): number;
@@ -63,12 +69,15 @@ function metricsRoute(d: OpsDeps, metrics: NodeMetrics): Route {
     headers: ['authorization'],
     handler: async (inc) => {
       if (d.metricsToken !== null) {
+        // Past its budget an address gets 429 and its token is not compared, the right one
+        // included: otherwise 429 against 200 would still tell a guesser when it found the token.
+        const source = clientAddress(inc);
+        checkAuthBudget(d, source);
         const auth = inc.headers.authorization;
         const presented = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
         if (presented === '' || !secretMatches(presented, d.metricsToken)) {
-          return errorReply(new VexilError('UNAUTHENTICATED', 'A valid metrics token is required (Authorization: Bearer <token>)'), {
-            'www-authenticate': 'Bearer realm="metrics"',
-          });
+          const err = refuse(d, source, 'A valid metrics token is required (Authorization: Bearer <token>)');
+          return errorReply(err, err.code === 'UNAUTHENTICATED' ? { 'www-authenticate': 'Bearer realm="metrics"' } : undefined);
         }
       }
       return { status: 200, raw: await metrics.text(), headers: { 'content-type': metrics.contentType } };

@@ -71,3 +71,19 @@ t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
   refused(t, { VEXIL_EVAL_QUEUE_MAX: 'lots' }, 'VEXIL_EVAL_QUEUE_MAX');
   refused(t, { VEXIL_EVAL_HANDOFF: 'sometimes' }, 'VEXIL_EVAL_HANDOFF');
 });
+
+t.test('slow clients and event streams (CONTRACT.md 14): the contract bounds are the defaults and the most allowed', async (t) => {
+  const c = loadConfig({});
+  t.same(c.clientTimeouts, { headMs: 10_000, bodyMs: 30_000, idleMs: 120_000 }, 'head 10 s, body 30 s, idle 120 s');
+  t.equal(c.sseMaxStreamsPerKey, 1000, 'VEXIL_SSE_MAX_STREAMS_PER_KEY defaults to 1000');
+  t.equal(c.sseKeyRecheckMs, 60_000, 'VEXIL_SSE_KEY_RECHECK_MS defaults to a minute');
+  t.match(loadConfig({ VEXIL_HEAD_TIMEOUT_MS: '500', VEXIL_BODY_TIMEOUT_MS: '700', VEXIL_IDLE_TIMEOUT_MS: '900', VEXIL_SSE_KEY_RECHECK_MS: '200' }), {
+    clientTimeouts: { headMs: 500, bodyMs: 700, idleMs: 900 },
+    sseKeyRecheckMs: 200,
+  });
+  refused(t, { VEXIL_HEAD_TIMEOUT_MS: '10001' }, 'VEXIL_HEAD_TIMEOUT_MS');
+  refused(t, { VEXIL_BODY_TIMEOUT_MS: '30001' }, 'VEXIL_BODY_TIMEOUT_MS');
+  refused(t, { VEXIL_IDLE_TIMEOUT_MS: '120001' }, 'VEXIL_IDLE_TIMEOUT_MS');
+  refused(t, { VEXIL_SSE_KEY_RECHECK_MS: '60001' }, 'VEXIL_SSE_KEY_RECHECK_MS');
+  refused(t, { VEXIL_SSE_MAX_STREAMS_PER_KEY: '0' }, 'VEXIL_SSE_MAX_STREAMS_PER_KEY');
+});

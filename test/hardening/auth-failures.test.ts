@@ -2,8 +2,10 @@
  * CONTRACT.md 8 failed-authentication budget (VEXIL_RATE_LIMIT_AUTH_FAILURES) over real HTTP: every
  * 401 spends one unit of the client address's budget; past it, 429 RATE_LIMITED with Retry-After
  * and no key lookup (the negative cache does not grow); a key this node already authenticated is
- * still served from that address; the budget refills. Then the AuthFailureBudget itself.
+ * still served from that address; the budget refills. The operator token and the /metrics token
+ * (CONTRACT.md 14) spend the same budget. Then the AuthFailureBudget itself.
  */
+import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import { AuthFailureBudget } from '../../src/auth/auth-failures.js';
 import { createFlag, createKey, evaluate, expectProblem, randomKey, startTestNode, upsertConfig } from '../helpers/node.js';
@@ -78,3 +80,45 @@ t.test('AuthFailureBudget', async (t) => {
   for (const x of ['c', 'd', 'e', 'f']) b.spend(x);
   t.ok(b.size <= 3, `bounded (${b.size} addresses)`);
 });
+
+/** GET /metrics from a chosen loopback source address (Linux routes all of 127/8 to lo). */
+function metricsFrom(url: string, localAddress: string, token: string): Promise<{ status: number; body: string; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/metrics`, { localAddress, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, retryAfter: res.headers['retry-after'] as string | undefined }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+for (const front of ['uws', 'node'] as const) {
+  t.test(`${front} front: a wrong /metrics token spends the same budget (CONTRACT.md 14); past it even the right token waits`, async (t) => {
+    const token = 'metrics-token-for-the-budget-test';
+    const n = await startTestNode(t, {
+      env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5', VEXIL_METRICS_TOKEN: token, ...(front === 'node' ? { VEXIL_HTTP_FRONT: 'node' } : {}) },
+    });
+    t.comment(`on the ${n.node.front.kind} front`);
+    if (front === 'node') t.equal(n.node.front.kind, 'node');
+    const metrics = (value: string | null) => n.req('GET', '/metrics', value === null ? {} : { headers: { authorization: `Bearer ${value}` } });
+    t.equal((await n.req('GET', '/api/flags', { key: n.adminKey })).status, 200, 'this node authenticates the admin key');
+    const first = await metrics('wrong-metrics-token-0123');
+    expectProblem(t, first, 401, 'UNAUTHENTICATED', 'the first wrong token');
+    t.equal(first.headers.get('www-authenticate'), 'Bearer realm="metrics"', 'a 401 names the scheme');
+    const over = await metrics(null);
+    expectProblem(t, over, 429, 'RATE_LIMITED', 'a missing token past a burst of one');
+    t.equal(over.headers.get('retry-after'), '2', 'Retry-After: whole seconds until the budget refills');
+    expectProblem(t, await metrics(token), 429, 'RATE_LIMITED', 'the right token is not compared while the address is over budget');
+    expectProblem(t, await evaluate(n, randomKey(), 'f', { userId: 'u', stage: 'production' }), 429, 'RATE_LIMITED', 'and the budget is the one keys spend');
+    t.equal((await n.req('GET', '/api/flags', { key: n.adminKey })).status, 200, 'a key this node already knows is still served');
+    const elsewhere = await metricsFrom(n.url, '127.0.0.2', token);
+    t.equal(elsewhere.status, 200, 'a scraper on another address is not affected');
+    t.match(elsewhere.body, /vexil_evaluations_total/, 'and gets the metrics');
+    t.equal((await metricsFrom(n.url, '127.0.0.2', 'wrong-metrics-token-0123')).status, 401, 'that address has its own budget');
+    await new Promise((r) => setTimeout(r, 2200));
+    t.equal((await metrics(token)).status, 200, 'after Retry-After the right token works from the first address');
+  });
+}

@@ -3,12 +3,12 @@
  * routing, 404/405 with Allow, declared headers, client address, bodies and the 1 MiB cap, 204,
  * streamed answers, and graceful shutdown (CONTRACT.md 8). Every check runs on each front.
  */
-import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import type { Route } from '../../src/http/router.js';
 import type { StreamSink } from '../../src/http/exchange.js';
 import { loadNativeUws } from '../../src/http/uws.js';
 import { expectProblem, startTestNode, type TestNode } from '../helpers/node.js';
+import { openSocket, rawRequest } from '../helpers/raw-http.js';
 
 const native = loadNativeUws().ok;
 
@@ -60,28 +60,6 @@ function testRoutes(holds: Hold[], streams: StreamSink[]): () => Route[] {
     },
   ];
 }
-
-/** One raw HTTP/1.1 exchange on a socket; resolves with the head and body text once the socket ends or `until` matches. */
-function rawRequest(sock: Socket, text: string, until?: RegExp): Promise<string> {
-  return new Promise((resolve) => {
-    let got = '';
-    const done = () => resolve(got);
-    sock.on('data', (d) => {
-      got += d.toString();
-      if (until?.test(got)) done();
-    });
-    sock.on('close', done);
-    sock.on('error', done);
-    sock.write(text);
-  });
-}
-
-const openSocket = (url: string): Promise<Socket> =>
-  new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const s = connect(Number(u.port), u.hostname, () => resolve(s));
-    s.on('error', reject);
-  });
 
 for (const front of ['uws', 'node'] as const) {
   t.test(`${front} front`, { skip: front === 'uws' && !native && 'no native uWebSockets.js binary loads here' }, async (t) => {

@@ -89,6 +89,11 @@ registerOperations({
     responses: {
       200: { description: 'text/event-stream', contentType: 'text/event-stream' },
       401: { description: 'Token invalid, expired, or its key disabled, rotated or deleted', schema: 'OfrepGeneralError' },
+      429: {
+        description: "The key's evaluation rate limit, or the key already has VEXIL_SSE_MAX_STREAMS_PER_KEY open streams on this node (CONTRACT.md 14)",
+        schema: 'OfrepGeneralError',
+        headers: { 'retry-after': 'Seconds to wait before connecting again' },
+      },
     },
   },
 });

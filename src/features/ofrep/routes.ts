@@ -10,7 +10,7 @@ import './openapi.js';
 import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import { hashKey } from '../../auth/key-material.js';
 import type { Principal } from '../../auth/permissions.js';
-import type { VexilError } from '../../domain/errors.js';
+import { VexilError } from '../../domain/errors.js';
 import { bodyDeeperThan, jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
 import { queryParam } from '../../http/query.js';
 import { CorsPolicy } from '../../http/cors.js';
@@ -33,6 +33,12 @@ import {
 } from './service.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
+
+/** Seconds a client refused for too many streams is asked to wait: a stream of the key must end first. */
+const STREAMS_RETRY_AFTER_S = 5;
+
+const tooManyStreams = (max: number) =>
+  new VexilError('RATE_LIMITED', `This key has ${max} open event streams on this node (VEXIL_SSE_MAX_STREAMS_PER_KEY); close one first`, { retryAfter: STREAMS_RETRY_AFTER_S });
 
 /** Request headers the OFREP routes read besides x-management-key: the key's other places ... */
 const KEY_HEADERS = ['x-api-key', 'authorization'];
@@ -95,9 +101,11 @@ export function ofrepRoutes(rt: Runtime): Route[] {
   };
 
   // The SSE stream: one refetchEvaluation event per change of a flag of the key's application.
-  const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log);
+  const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
   const events = async (inc: Incoming): Promise<Reply> => {
     const grant = await authorizeStream(rt, queryParam(inc.query, 'token'), clientAddress(inc));
+    // CONTRACT.md 14's 429 RATE_LIMITED, in OFREP's shape like every error of this route (CONTRACT.md 9).
+    if (hub.full(grant.keyId)) throw tooManyStreams(rt.config.sseMaxStreamsPerKey);
     return {
       status: 200,
       headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-store', 'x-accel-buffering': 'no' },

@@ -5,6 +5,11 @@
  * work per event, no polling. A key that is disabled, rotated or deleted ends its streams (the key
  * cache tells us, on every node); when every key may have changed (the bus reconnected), each open
  * key is checked again. An idle stream is one small record in two sets plus the front's socket.
+ *
+ * CONTRACT.md 14: at most `maxPerKey` open streams per key on this node (the route answers 429
+ * past it), and every `recheckMs` (at most a minute) each key with open streams is read again
+ * from the database, so a key disabled while the bus was down (its message lost) still ends its
+ * streams: one query per such key per period, nothing per stream.
  */
 import { findKeyWithHash } from '../keys/store.js';
 import type { KeyCache } from '../../auth/key-cache.js';
@@ -36,6 +41,13 @@ export const REFETCH_EVENT = 'data: {"type":"refetchEvaluation"}\n\n';
 const HEARTBEAT = ': keep-alive\n\n';
 const HEARTBEAT_MS = 25_000;
 
+export interface StreamLimits {
+  /** Open streams of one key on this node (VEXIL_SSE_MAX_STREAMS_PER_KEY). */
+  maxPerKey: number;
+  /** How often each open stream's key is read again from the database (VEXIL_SSE_KEY_RECHECK_MS). */
+  recheckMs: number;
+}
+
 export class OfrepStreams {
   private readonly byOrg = new Map<string, Set<Stream>>();
   private readonly byKey = new Map<string, Set<Stream>>();
@@ -43,18 +55,25 @@ export class OfrepStreams {
   private readonly pending = new Map<string, Set<string> | 'all'>();
   private flushScheduled = false;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly recheck: NodeJS.Timeout;
   private count = 0;
+  /** A pass over every open key is under way; `recheckAgain`: another was asked for meanwhile. */
+  private rechecking = false;
+  private recheckAgain = false;
 
   constructor(
     registry: SnapshotRegistry,
-    keys: KeyCache,
+    private readonly keys: KeyCache,
     private readonly db: Queryable,
     private readonly log: Logger,
+    private readonly limits: StreamLimits,
   ) {
     registry.onChange((orgId, snap, touches) => this.onChange(orgId, snap, touches));
     keys.onInvalidate((keyId) => (keyId === null ? void this.recheckAll() : this.endKey(keyId)));
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.recheck = setInterval(() => void this.recheckAll(), limits.recheckMs);
+    this.recheck.unref();
   }
 
   /** Open streams on this node. */
@@ -62,18 +81,33 @@ export class OfrepStreams {
     return this.count;
   }
 
-  add(sink: EventSink, orgId: string, keyId: string, application: string, hash: string): void {
-    if (sink.closed) return;
+  /** Whether `keyId` has as many open streams on this node as it may (one more is refused). */
+  full(keyId: string): boolean {
+    return (this.byKey.get(keyId)?.size ?? 0) >= this.limits.maxPerKey;
+  }
+
+  /**
+   * Registers an open stream; false (and the stream is ended) when its key already has
+   * `maxPerKey`: streams admitted together may pass the route's check (`full`) at once.
+   */
+  add(sink: EventSink, orgId: string, keyId: string, application: string, hash: string): boolean {
+    if (sink.closed) return false;
+    if (this.full(keyId)) {
+      sink.end();
+      return false;
+    }
     const s: Stream = { sink, orgId, keyId, app: application.toLowerCase(), hash };
     addTo(this.byOrg, orgId, s);
     addTo(this.byKey, keyId, s);
     this.count++;
     sink.onClose(() => this.remove(s));
+    return true;
   }
 
   close(): void {
     clearInterval(this.heartbeat);
-    for (const set of this.byOrg.values()) for (const s of set) s.sink.end();
+    clearInterval(this.recheck);
+    for (const set of this.byOrg.values()) for (const s of [...set]) s.sink.end();
   }
 
   private remove(s: Stream): void {
@@ -125,18 +159,42 @@ export class OfrepStreams {
     if (set !== undefined) for (const s of [...set]) s.sink.end();
   }
 
-  /** After the bus reconnects, any key may have changed meanwhile: look each open key up again. */
+  /**
+   * Reads each open key again from the database (the management actor's connection): every
+   * `recheckMs`, and after the bus reconnects, when any key may have changed meanwhile. One pass at
+   * a time; one asked for during a pass runs after it.
+   */
   private async recheckAll(): Promise<void> {
-    for (const keyId of [...this.byKey.keys()]) {
-      try {
-        const found = await findKeyWithHash(this.db, keyId);
-        const streams = this.byKey.get(keyId);
-        if (streams === undefined) continue;
-        // The token was signed with the hash the stream connected with; a rotation changes it.
-        if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) this.endKey(keyId);
-      } catch (err) {
-        this.log.warn('OFREP stream key check failed', { err: err as Error });
+    if (this.rechecking) {
+      this.recheckAgain = true;
+      return;
+    }
+    this.rechecking = true;
+    try {
+      do {
+        this.recheckAgain = false;
+        for (const keyId of [...this.byKey.keys()]) await this.recheckKey(keyId);
+      } while (this.recheckAgain);
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  private async recheckKey(keyId: string): Promise<void> {
+    try {
+      const found = await findKeyWithHash(this.db, keyId);
+      const streams = this.byKey.get(keyId);
+      if (streams === undefined) return;
+      // The token was signed with the hash the stream connected with; a rotation changes it.
+      if (found === null || found.key.disabled || [...streams].some((s) => s.hash !== found.hash)) {
+        // This node missed the key's change: its cached copy goes too (reconnecting then gets 401,
+        // evaluations look the key up again), and its streams end.
+        this.keys.invalidateKey(keyId);
+        this.endKey(keyId);
       }
+    } catch (err) {
+      // The database does not answer: the streams stay, and the next pass asks again.
+      this.log.warn('OFREP stream key check failed', { err: err as Error });
     }
   }
 }
