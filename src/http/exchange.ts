@@ -85,7 +85,10 @@ export interface Reply {
 export interface BodySource {
   /** Bytes in all. */
   readonly length: number;
-  /** The next piece, or null after the last; rejects when the body cannot be completed. */
+  /**
+   * The next piece, or null after the last; rejects when the body cannot be completed. A piece is
+   * valid until the next call to `next` or `cancel` (its memory is reused): write it or copy it.
+   */
   next(): Promise<Uint8Array | null>;
   /** The client went away: no more pieces are wanted. */
   cancel(): void;

@@ -63,7 +63,8 @@ class NodeWriter implements ResponseWriter {
     try {
       for (let piece = await source.next(); piece !== null && !this.aborted; piece = await source.next()) {
         // Back-pressure: the next piece only once the socket has taken this one (or the client left).
-        if (!res.write(piece)) await drainedOrClosed(res);
+        // node:http keeps what it has not sent yet by reference: it gets a copy (the piece's memory is reused).
+        if (!res.write(Buffer.from(piece))) await drainedOrClosed(res);
       }
       if (!this.aborted) res.end();
     } catch {

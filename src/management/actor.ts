@@ -35,7 +35,7 @@ import { openPostgres } from '../storage/postgres.js';
 import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
 import { isIdempotentWrite, withIdempotency } from './idempotency.js';
-import { PIECE_BYTES, PIECE_WINDOW, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
+import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
 
 /** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
 const NICE = 10;
@@ -100,8 +100,12 @@ async function openDatabase(init: InitMessage): Promise<Database> {
 export class ManagementActorThread {
   private rt!: Runtime;
   private routes = new Map<string, Route>();
-  /** Piped replies whose pieces are not all sent: the body and the bytes sent so far. */
-  private readonly outgoing = new Map<number, { body: Uint8Array; sent: number }>();
+  /** Piped replies whose pieces are not all sent: the body, the bytes sent so far, pieces it may still send ahead. */
+  private readonly outgoing = new Map<number, { body: Uint8Array; sent: number; credit: number }>();
+  /** The slots of the pieces buffer (mailbox.ts) that are free, and replies waiting for one. */
+  private pieces: Uint8Array<ArrayBufferLike> = new Uint8Array(0);
+  private readonly freeSlots: number[] = Array.from({ length: PIECE_SLOTS }, (_, i) => i);
+  private readonly waitingForSlot = new Set<number>();
   /** Requests waiting for the replica to reach a version, by organization. */
   private readonly waiters = new Map<string, { version: number; wake(): void }[]>();
   /** Resolves once `rt` is set (the database open, migrated, the replica warm). */
@@ -172,11 +176,19 @@ export class ManagementActorThread {
         if (this.rt === undefined) return;
         this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
         return;
-      case 'more':
-        this.sendPiece(m.id);
+      case 'more': {
+        const out = this.outgoing.get(m.id);
+        if (out !== undefined) out.credit += 1;
+        this.freeSlots.push(m.slot);
+        this.pump(m.id);
+        this.pumpWaiting();
         return;
+      }
       case 'cancel':
         this.outgoing.delete(m.id);
+        this.waitingForSlot.delete(m.id);
+        this.freeSlots.push(...m.slots);
+        this.pumpWaiting();
         return;
       case 'close':
         void this.close();
@@ -186,6 +198,7 @@ export class ManagementActorThread {
 
   private async init(m: InitMessage): Promise<void> {
     const config = m.config;
+    this.pieces = new Uint8Array(m.pieces);
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
     let db: Database;
     try {
@@ -307,11 +320,11 @@ export class ManagementActorThread {
     const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const raw = out.body;
     const { status, headers } = out.reply;
-    if (raw !== null && typeof raw !== 'string' && raw.byteLength > PIECE_BYTES) {
-      // A large body crosses in pieces, each once the client has taken the one before.
+    if (raw !== null && typeof raw !== 'string' && raw.byteLength > PIPE_MIN_BYTES) {
+      // A large body crosses in pieces, through the shared slots, as its client takes them.
       this.post({ t: 'reply', id, status, headers, body: null, piped: raw.byteLength });
-      this.outgoing.set(id, { body: raw, sent: 0 });
-      for (let i = 0; i < PIECE_WINDOW; i++) this.sendPiece(id);
+      this.outgoing.set(id, { body: raw, sent: 0, credit: PIECE_WINDOW });
+      this.pump(id);
       return;
     }
     // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
@@ -320,16 +333,33 @@ export class ManagementActorThread {
     this.post({ t: 'reply', id, status, headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
   }
 
-  /** The next piece of piped reply `id`, in memory of its own that moves to the front. */
-  private sendPiece(id: number): void {
+  /** Sends pieces of piped reply `id` while it has credit and a slot is free. */
+  private pump(id: number): void {
     const out = this.outgoing.get(id);
-    if (out === undefined) return;
-    const end = Math.min(out.sent + PIECE_BYTES, out.body.byteLength);
-    const bytes = new Uint8Array(out.body.subarray(out.sent, end));
-    out.sent = end;
-    const last = end === out.body.byteLength;
-    if (last) this.outgoing.delete(id);
-    this.post({ t: 'piece', id, bytes, last }, [bytes.buffer as ArrayBuffer]);
+    while (out !== undefined && out.credit > 0 && out.sent < out.body.byteLength) {
+      const slot = this.freeSlots.pop();
+      if (slot === undefined) {
+        this.waitingForSlot.add(id);
+        return;
+      }
+      const end = Math.min(out.sent + PIECE_BYTES, out.body.byteLength);
+      this.pieces.set(out.body.subarray(out.sent, end), slot * PIECE_BYTES);
+      const length = end - out.sent;
+      out.sent = end;
+      out.credit -= 1;
+      const last = end === out.body.byteLength;
+      if (last) this.outgoing.delete(id);
+      this.post({ t: 'piece', id, slot, length, last });
+    }
+  }
+
+  /** Replies that waited for a slot, in turn, while slots are free. */
+  private pumpWaiting(): void {
+    for (const id of this.waitingForSlot) {
+      if (this.freeSlots.length === 0) return;
+      this.waitingForSlot.delete(id);
+      this.pump(id);
+    }
   }
 
   private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {

@@ -18,7 +18,7 @@ import type { Change } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { Logger } from '../util/log.js';
 import { projectPath } from '../util/paths.js';
-import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
+import { PIECE_BYTES, PIECE_SLOTS, routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
 
 export interface ManagementOptions {
   config: Config;
@@ -46,8 +46,9 @@ const toError = (e: ErrorData): VexilError =>
 export class ManagementActor {
   private worker!: Worker;
   private readonly pending = new Map<number, Pending>();
-  /** Piped replies whose pieces are still arriving. */
+  /** Piped replies whose pieces are still arriving, and the current actor's slots they arrive in. */
   private readonly piped = new Map<number, PipedBody>();
+  private pieces!: SharedArrayBuffer;
   /** Front-side work that relayed events started (snapshot applies), awaited before each answer. */
   private readonly applying = new Set<Promise<void>>();
   private nextId = 1;
@@ -96,7 +97,8 @@ export class ManagementActor {
     worker.on('message', (m: FromActor) => this.receive(m));
     worker.on('error', (err) => this.log.error('management actor failed', { err }));
     worker.on('exit', (code) => this.exited(worker, code));
-    const init: InitMessage = { t: 'init', config: this.opts.config, inMemory: this.opts.inMemory, evalCounts: this.opts.evalCounts };
+    this.pieces = new SharedArrayBuffer(PIECE_SLOTS * PIECE_BYTES);
+    const init: InitMessage = { t: 'init', config: this.opts.config, inMemory: this.opts.inMemory, evalCounts: this.opts.evalCounts, pieces: this.pieces };
     worker.postMessage(init);
   }
 
@@ -122,7 +124,12 @@ export class ManagementActor {
         const reply: Reply = { status: m.status, headers: m.headers };
         if (m.body !== null) reply.raw = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
         else if (m.piped !== undefined) {
-          const body = new PipedBody(m.piped, (t) => this.post({ t, id: m.id }), () => this.piped.delete(m.id));
+          const id = m.id;
+          const body = new PipedBody(m.piped, this.pieces, {
+            more: (slot) => this.post({ t: 'more', id, slot }),
+            cancel: (slots) => this.post({ t: 'cancel', id, slots }),
+            forget: () => this.piped.delete(id),
+          });
           this.piped.set(m.id, body);
           reply.piped = body;
         }
@@ -132,7 +139,7 @@ export class ManagementActor {
         return;
       }
       case 'piece':
-        this.piped.get(m.id)?.arrived(m.bytes, m.last);
+        this.piped.get(m.id)?.arrived(m.slot, m.length, m.last);
         return;
       case 'rows': {
         const p = this.pending.get(m.id);
@@ -235,40 +242,50 @@ export class ManagementActor {
 }
 
 /**
- * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel). The actor
- * sends PIECE_WINDOW pieces ahead; each piece the front takes asks for one more.
+ * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel), each in a slot
+ * of the shared pieces buffer. A piece handed out by `next` is a view of its slot, valid until the
+ * next call to `next` or `cancel`: then the slot goes back to the actor with a `more`, which also
+ * asks for the piece PIECE_WINDOW ahead.
  */
 class PipedBody implements BodySource {
-  private readonly queue: Uint8Array[] = [];
+  private readonly queue: { slot: number; view: Uint8Array }[] = [];
+  /** The slot of the piece last handed out. */
+  private held: number | null = null;
   private complete = false;
-  private failed = false;
+  private done = false;
   private waiter: { resolve(p: Uint8Array | null): void; reject(err: unknown): void } | null = null;
 
   constructor(
     readonly length: number,
-    private readonly tell: (t: 'more' | 'cancel') => void,
-    private readonly forget: () => void,
+    private readonly pieces: SharedArrayBuffer,
+    private readonly tell: { more(slot: number): void; cancel(slots: number[]): void; forget(): void },
   ) {}
 
-  arrived(bytes: Uint8Array, last: boolean): void {
+  arrived(slot: number, length: number, last: boolean): void {
+    if (this.done) {
+      this.tell.cancel([slot]);
+      return;
+    }
     if (last) {
       this.complete = true;
-      this.forget();
+      this.tell.forget();
     }
+    const piece = { slot, view: new Uint8Array(this.pieces, slot * PIECE_BYTES, length) };
     const w = this.waiter;
     if (w !== null) {
       this.waiter = null;
-      this.took();
-      w.resolve(bytes);
-    } else this.queue.push(bytes);
+      this.held = slot;
+      w.resolve(piece.view);
+    } else this.queue.push(piece);
   }
 
   next(): Promise<Uint8Array | null> {
-    if (this.failed) return Promise.reject(new VexilError('UNAVAILABLE', 'The management actor stopped'));
+    this.release();
+    if (this.done) return Promise.reject(new VexilError('UNAVAILABLE', 'The management actor stopped'));
     const piece = this.queue.shift();
     if (piece !== undefined) {
-      this.took();
-      return Promise.resolve(piece);
+      this.held = piece.slot;
+      return Promise.resolve(piece.view);
     }
     if (this.complete) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
@@ -276,21 +293,27 @@ class PipedBody implements BodySource {
     });
   }
 
-  /** A piece was handed on: ask for the one PIECE_WINDOW ahead, unless all have come. */
-  private took(): void {
-    if (!this.complete) this.tell('more');
+  /** The piece last handed out has been written: its slot goes back. */
+  private release(): void {
+    if (this.held === null) return;
+    const slot = this.held;
+    this.held = null;
+    if (!this.done) this.tell.more(slot);
   }
 
   cancel(): void {
-    if (this.complete || this.failed) return;
-    this.failed = true;
-    this.forget();
-    this.tell('cancel');
+    if (this.done) return;
+    this.done = true;
+    const slots = this.queue.splice(0).map((p) => p.slot);
+    if (this.held !== null) slots.push(this.held);
+    this.held = null;
+    if (!this.complete) this.tell.forget();
+    this.tell.cancel(slots);
   }
 
-  /** The actor stopped before the last piece. */
+  /** The actor stopped before the last piece (its slots went with it). */
   fail(): void {
-    this.failed = true;
+    this.done = true;
     const w = this.waiter;
     this.waiter = null;
     w?.reject(new VexilError('UNAVAILABLE', 'The management actor stopped'));

@@ -12,9 +12,10 @@
  *   front ──request──────────▶ actor    a management request: its fields, body and admission
  *   front ◀─event───────────── actor    a cluster event the request's write published (change, key)
  *   front ◀─reply───────────── actor    status, headers and the serialised body (transferred)
- *   front ◀─piece───────────── actor    or, for a large body, its pieces of PIECE_BYTES, at most
- *   front ──more─────────────▶ actor    PIECE_WINDOW ahead of what the client has taken: each
- *   front ──cancel───────────▶ actor    `more` asks for the next, `cancel` drops the rest
+ *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces, each
+ *   front ──more─────────────▶ actor    in a slot of the shared `pieces` buffer, at most PIECE_WINDOW
+ *   front ──cancel───────────▶ actor    ahead of the client: `more` frees a slot and asks for the
+ *                                        next piece, `cancel` frees the slots and drops the rest
  *   front ──query────────────▶ actor    the front's own reads: key lookups, snapshot loads, polls
  *   front ◀─rows────────────── actor
  *   front ──change───────────▶ actor    a change the front's snapshot applied (bus, poll, own write)
@@ -56,6 +57,8 @@ export interface InitMessage {
   inMemory: boolean;
   /** The node's evaluation counters (a management document may evaluate). */
   evalCounts: SharedArrayBuffer;
+  /** PIECE_SLOTS slots of PIECE_BYTES for piped answers (one buffer for the actor's life). */
+  pieces: SharedArrayBuffer;
 }
 
 export type ToActor =
@@ -63,10 +66,10 @@ export type ToActor =
   | { t: 'request'; id: number; route: string; fields: RequestFields; admission: Admission }
   | { t: 'query'; id: number; text: string; params: unknown[] | undefined; exec: boolean }
   | { t: 'change'; change: Change }
-  /** The client took a piece of reply `id`: send the next. */
-  | { t: 'more'; id: number }
-  /** The client of reply `id` went away: drop its pieces. */
-  | { t: 'cancel'; id: number }
+  /** The client took the piece of reply `id` in `slot` (free again): send the next. */
+  | { t: 'more'; id: number; slot: number }
+  /** The client of reply `id` went away: drop its pieces; `slots` are free again. */
+  | { t: 'cancel'; id: number; slots: number[] }
   | { t: 'close' };
 
 /** A VexilError as it crosses the boundary. */
@@ -81,18 +84,23 @@ export type FromActor =
   | { t: 'failed'; message: string }
   /** `piped`: the body (`body` null) follows in pieces, this many bytes in all. */
   | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null; piped?: number }
-  | { t: 'piece'; id: number; bytes: Uint8Array; last: boolean }
+  /** The next `length` bytes of reply `id`, at `slot × PIECE_BYTES` in the `pieces` buffer. */
+  | { t: 'piece'; id: number; slot: number; length: number; last: boolean }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
 
 /**
- * A body larger than this crosses in pieces of this size: the front then never holds (nor makes
- * its garbage collector account for) a whole large answer, and writes each piece in well under a
- * millisecond between evaluations.
+ * An answer larger than this crosses in pieces, through slots of one SharedArrayBuffer made once
+ * per actor: the front then never receives a new buffer for it. (Every buffer that moves into the
+ * front counts as memory its garbage collector must account for: tens of MB of answers made the
+ * front, whose heap holds the organization's flags, run full collections, each one a pause for
+ * every evaluation.) Smaller answers move as they are.
  */
+export const PIPE_MIN_BYTES = 64 * 1024;
 export const PIECE_BYTES = 1 << 20;
-/** Pieces sent ahead of the client. */
+export const PIECE_SLOTS = 16;
+/** Pieces of one answer sent ahead of its client. */
 export const PIECE_WINDOW = 4;
 
 /** A management route's name in both threads' route tables. */
