@@ -76,6 +76,8 @@ const schema = z.object({
   VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
   // Database faults (CONTRACT.md 14): statement, lock and idle-in-transaction timeout.
   VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
+  // Bus trust (CONTRACT.md 14, docs/cluster.md): every bus message signed with it (HMAC-SHA256).
+  VEXIL_CLUSTER_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 export interface Config {
@@ -135,6 +137,8 @@ export interface Config {
   tenancyLimits: TenancyLimits;
   /** Any one database statement, a write's wait for its organization's lock, and an idle transaction (CONTRACT.md 14). */
   dbStatementTimeoutMs: number;
+  /** Signs every cluster bus message; unsigned or wrongly signed ones are dropped (CONTRACT.md 14). Never logged. */
+  clusterSecret: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -193,5 +197,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxValueBytes: e.VEXIL_MAX_VALUE_BYTES,
     },
     dbStatementTimeoutMs: e.VEXIL_DB_STATEMENT_TIMEOUT_MS,
+    clusterSecret: e.VEXIL_CLUSTER_SECRET ?? null,
   };
 }
