@@ -15,6 +15,8 @@ import type { Bus } from './bus.js';
 
 /** Unconfirmed ids remembered between two registry reads (forged ones cannot grow this further). */
 const MAX_PENDING = 256;
+/** How long a shutdown waits to remove this node's row. */
+const LEAVE_WAIT_MS = 1000;
 
 export interface PeerRegistry {
   /** Registers or refreshes this node. */
@@ -134,6 +136,10 @@ export class Membership {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     if (this.refreshTimer !== null) clearInterval(this.refreshTimer);
-    await this.registry?.leave().catch(() => {});
+    // Bounded: a database that does not answer must not hold up the shutdown.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((r) => (timer = setTimeout(r, LEAVE_WAIT_MS)));
+    await Promise.race([this.registry?.leave().catch(() => {}), waited]);
+    clearTimeout(timer);
   }
 }

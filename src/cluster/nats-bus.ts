@@ -115,7 +115,14 @@ export class NatsBus implements Bus {
   }
 
   private receive(msg: Msg): void {
-    const decoded = this.codec.decode(msg.data, msg.headers?.get(SIGNATURE_HEADER));
+    let signature: string | undefined;
+    try {
+      signature = msg.headers?.get(SIGNATURE_HEADER);
+    } catch {
+      this.reject('malformed'); // a header block the client cannot parse
+      return;
+    }
+    const decoded = this.codec.decode(msg.data, signature);
     if (!decoded.ok) {
       this.reject(decoded.reason);
       return;
