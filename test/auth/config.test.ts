@@ -71,3 +71,12 @@ t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
   refused(t, { VEXIL_EVAL_QUEUE_MAX: 'lots' }, 'VEXIL_EVAL_QUEUE_MAX');
   refused(t, { VEXIL_EVAL_HANDOFF: 'sometimes' }, 'VEXIL_EVAL_HANDOFF');
 });
+
+t.test('VEXIL_CLUSTER_SECRET: 32 characters or more, checked at start-up, never echoed', async (t) => {
+  t.equal(loadConfig({}).clusterSecret, null, 'unset by default');
+  const secret = 's'.repeat(32);
+  t.equal(loadConfig({ VEXIL_CLUSTER_SECRET: secret }).clusterSecret, secret);
+  const short = 'short-cluster-secret-31-chars!!';
+  t.equal(short.length, 31);
+  refused(t, { VEXIL_CLUSTER_SECRET: short }, 'VEXIL_CLUSTER_SECRET', short);
+});
