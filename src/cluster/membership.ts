@@ -49,6 +49,7 @@ export class Membership {
   private confirmed: Set<string> | null;
   private reading: Promise<void> | null = null;
   private lastRead = 0;
+  private stopped = false;
   private readonly ttlMs: number;
   private readonly confirmMinMs: number;
   private readonly now: () => number;
@@ -93,6 +94,7 @@ export class Membership {
   }
 
   private async refresh(): Promise<void> {
+    if (this.stopped) return;
     try {
       await this.registry!.register();
     } catch {
@@ -119,6 +121,7 @@ export class Membership {
   }
 
   private beat(): void {
+    if (this.stopped) return;
     this.bus.publish({ kind: 'heartbeat', node: this.nodeId });
     const cutoff = this.now() - this.ttlMs;
     for (const [id, seen] of this.peers) if (seen < cutoff) this.peers.delete(id);
@@ -134,6 +137,7 @@ export class Membership {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     if (this.refreshTimer !== null) clearInterval(this.refreshTimer);
     // Bounded: a database that does not answer must not hold up the shutdown.
