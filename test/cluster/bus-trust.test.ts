@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { BusTap, busCluster, orgRow, propagates, seedShared, SHARED_BODY as body, until } from '../helpers/cluster.js';
 import { scrape } from '../helpers/metrics.js';
-import { createFlag, createKey, evaluate, upsertConfig } from '../helpers/node.js';
+import { evaluate } from '../helpers/node.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: bus trust suite skipped' : false;
 const REJECTED = 'vexil_bus_rejected_total';
