@@ -85,6 +85,8 @@ const schema = z.object({
   // Event streams (CONTRACT.md 14): per key and node, and how often an open stream's key is read again.
   VEXIL_SSE_MAX_STREAMS_PER_KEY: intIn(1, 10_000_000).default(1000),
   VEXIL_SSE_KEY_RECHECK_MS: intIn(100, 60_000).default(60_000),
+  // Bus trust (CONTRACT.md 14, docs/cluster.md): every bus message signed with it (HMAC-SHA256).
+  VEXIL_CLUSTER_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 export interface Config {
@@ -150,6 +152,8 @@ export interface Config {
   sseMaxStreamsPerKey: number;
   /** How often every open event stream's key is read again from the database (at most 60 s). */
   sseKeyRecheckMs: number;
+  /** Signs every cluster bus message; unsigned or wrongly signed ones are dropped (CONTRACT.md 14). Never logged. */
+  clusterSecret: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -211,5 +215,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     clientTimeouts: { headMs: e.VEXIL_HEAD_TIMEOUT_MS, bodyMs: e.VEXIL_BODY_TIMEOUT_MS, idleMs: e.VEXIL_IDLE_TIMEOUT_MS },
     sseMaxStreamsPerKey: e.VEXIL_SSE_MAX_STREAMS_PER_KEY,
     sseKeyRecheckMs: e.VEXIL_SSE_KEY_RECHECK_MS,
+    clusterSecret: e.VEXIL_CLUSTER_SECRET ?? null,
   };
 }

@@ -14,7 +14,8 @@ import { AuthFailureBudget } from './auth/auth-failures.js';
 import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
-import { Membership } from './cluster/membership.js';
+import { Membership, type PeerRegistry } from './cluster/membership.js';
+import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
 import { orgVersions } from './features/organizations/store.js';
 import { snapshotSource } from './features/snapshot-source.js';
 import { findKeyByHash } from './features/keys/store.js';
@@ -60,6 +61,8 @@ export interface StartOptions {
   /** PGlite in memory instead of VEXIL_DATA_DIR (tests). */
   inMemory?: boolean;
   bus?: Bus;
+  /** The NATS subject instead of vexil.events.v1 (tests: one cluster per test on a shared server). */
+  busSubject?: string;
 }
 
 /** How long answered connections get to flush before the remaining ones are closed at shutdown. */
@@ -85,7 +88,18 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     snapshots.onChange((orgId, snap, touches) => {
       if (snap !== null) actor.changed({ orgId, version: snap.org.version, touches });
     });
-    const bus = opts.bus ?? (config.natsUrl !== null ? new NatsBus(config.natsUrl, config.nodeId, log.child({ component: 'bus' }), undefined, config.natsCreds) : new LocalBus());
+    const bus =
+      opts.bus ??
+      (config.natsUrl !== null
+        ? new NatsBus({
+            url: config.natsUrl,
+            nodeId: config.nodeId,
+            log: log.child({ component: 'bus' }),
+            credsFile: config.natsCreds,
+            secret: config.clusterSecret,
+            subject: opts.busSubject,
+          })
+        : new LocalBus());
     if (bus instanceof NatsBus) await bus.start();
     const rt: Runtime = {
       config,
@@ -124,10 +138,20 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
     log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - started) });
     const sync = new ClusterSync(() => orgVersions(db), snapshots, rt.keys, bus, log.child({ component: 'sync' }), { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
-    const membership = new Membership(bus, config.nodeId, (n) => {
-      rt.limiter.setNodes(n);
-      log.info('cluster size changed', { nodes: n });
-    });
+    // Peers are confirmed by the database's cluster_nodes (membership.ts); a single node has none.
+    const peers: PeerRegistry | null =
+      bus instanceof NatsBus
+        ? { register: () => touchNode(db, config.nodeId), live: () => liveNodes(db), leave: () => removeNode(db, config.nodeId) }
+        : null;
+    const membership = new Membership(
+      bus,
+      config.nodeId,
+      (n) => {
+        rt.limiter.setNodes(n);
+        log.info('cluster size changed', { nodes: n });
+      },
+      peers,
+    );
 
     // Snapshot age: since the last successful version poll or applied change, whichever is later.
     let snapshotChangedAt = Date.now();
@@ -142,6 +166,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             clusterNodes: () => membership.nodes,
             busConnected: () => busState() !== 'down',
             snapshotAgeSeconds: () => (Date.now() - Math.max(snapshotChangedAt, sync.lastPollAt)) / 1000,
+            busRejected: () => (bus instanceof NatsBus ? bus.rejected : new Map()),
           },
           rt.evalCounts,
         )
@@ -205,7 +230,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           else await new Promise((r) => setTimeout(r, Math.max(0, Math.min(LINGER_MS, config.shutdownGraceMs - (Date.now() - started)))));
           front.closeConnections();
           sync.stop();
-          membership.stop();
+          await membership.stop();
           await rt.pool?.close();
           await rt.bus.close();
           await actor.close();

@@ -1,6 +1,7 @@
 /**
  * The cluster bus carries invalidations between nodes that share one PostgreSQL. A node applies
- * its own changes directly (read-your-writes) and publishes them so the others reload.
+ * its own changes directly (read-your-writes) and publishes them so the others look again: an
+ * event is a hint, never data a node serves (docs/cluster.md, "Bus trust"; wire.ts checks it).
  */
 import type { Change } from '../snapshots/registry.js';
 

@@ -1,6 +1,7 @@
 /**
  * Keeps this node's snapshots and key cache in step with the others:
- * - bus events: a change reloads what it touched; a key event drops that key from the cache;
+ * - bus events: a change is a hint on which the registry reads what changed from the database
+ *   (registry.ts, docs/cluster.md "Bus trust"); a key event drops that key from the cache;
  * - a poller compares every loaded organization's version with PostgreSQL: every
  *   `pollMs` while the bus is down (the fallback), every `safetyPollMs` while it is up (a net for
  *   lost messages);
@@ -85,7 +86,7 @@ export class ClusterSync {
     this.timer.unref();
   }
 
-  /** Reloads every loaded organization whose stored version is newer than its snapshot. */
+  /** Brings up to date every loaded organization whose stored version is newer than its snapshot. */
   pollNow(): Promise<void> {
     if (this.polling !== null) return this.polling;
     this.polling = (async () => {

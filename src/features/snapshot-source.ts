@@ -5,13 +5,13 @@
  */
 import type { SnapshotSource } from '../snapshots/registry.js';
 import type { Queryable } from '../storage/database.js';
-import { getFlag, listConfigs, listFlags, listOrgConfigs } from './flags/store.js';
+import { orgChangesSince } from './changes-since.js';
+import { listFlags, listOrgConfigs } from './flags/store.js';
 import { getOrg } from './organizations/store.js';
 
 export const snapshotSource = (db: Queryable): SnapshotSource => ({
   org: (orgId) => getOrg(db, orgId),
-  flag: (orgId, name) => getFlag(db, orgId, name),
-  flagConfigs: (orgId, name) => listConfigs(db, orgId, name),
   flags: (orgId) => listFlags(db, orgId),
   orgConfigs: (orgId) => listOrgConfigs(db, orgId),
+  changesSince: (orgId, held, maxChanges) => orgChangesSince(db, orgId, held, maxChanges),
 });

@@ -63,7 +63,7 @@ export async function writeOrg<T>(
   fn: (tx: Queryable, org: Organization) => Promise<Audited<T>>,
 ): Promise<T> {
   const { result, version } = await auditedTransaction(rt.db, actor, async (tx) => {
-    const org = await lockAndBumpVersion(tx, orgId);
+    const org = await lockAndBumpVersion(tx, orgId, touches);
     if (org === null) throw notFound('Organization not found');
     const { result, audit } = await fn(tx, org);
     return { orgId, audit, result: { result, version: org.version } };

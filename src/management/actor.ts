@@ -39,7 +39,7 @@ import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, routeId, type E
 
 /** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
 const NICE = 10;
-/** How long a request waits for the replica to reach the front's version before it reloads. */
+/** How long a request waits for the replica to reach the front's version before it reads what changed itself. */
 const CATCH_UP_MS = 2000;
 /** How long a request waits for a (re)starting actor to open its database before it answers 503. */
 const START_WAIT_MS = 2000;
@@ -265,7 +265,7 @@ export class ManagementActorThread {
     else this.waiters.set(orgId, keep);
   }
 
-  /** Resolves once the replica holds `orgId` at `version` or later (a reload after CATCH_UP_MS). */
+  /** Resolves once the replica holds `orgId` at `version` or later (after CATCH_UP_MS it reads what changed itself). */
   private async caughtUp(orgId: string, version: number): Promise<void> {
     const snap = await this.rt.snapshots.get(orgId);
     if (snap === null || snap.org.version >= version) return;

@@ -9,6 +9,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { REASON_CODES } from '../domain/types.js';
+import { REJECT_REASONS } from '../cluster/wire.js';
 import { EvalCounts } from './eval-counts.js';
 
 export interface GaugeSources {
@@ -16,6 +17,8 @@ export interface GaugeSources {
   clusterNodes(): number;
   busConnected(): boolean;
   snapshotAgeSeconds(): number;
+  /** Bus messages rejected since start, by reason (src/cluster/wire.ts). */
+  busRejected(): ReadonlyMap<string, number>;
 }
 
 /** The pre-bound children of one route template and method. */
@@ -152,6 +155,21 @@ export class NodeMetrics {
           this.set(read());
         },
       });
+    const rejectedFlushed = new Map<string, number>();
+    const rejected: Counter<'reason'> = new Counter({
+      name: 'vexil_bus_rejected_total',
+      help: 'Cluster bus messages dropped unread: too large, malformed, unsigned, wrongly signed, expired or replayed',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        for (const [reason, n] of sources.busRejected()) {
+          const d = n - (rejectedFlushed.get(reason) ?? 0);
+          rejected.labels(reason).inc(d);
+          rejectedFlushed.set(reason, n);
+        }
+      },
+    });
+    for (const r of REJECT_REASONS) rejected.labels(r).inc(0);
     gauge('vexil_eval_pool_queue_depth', 'Evaluations handed to the worker pool and not yet answered', sources.queueDepth);
     gauge('vexil_cluster_nodes', 'Nodes this node sees on the cluster bus, itself included', sources.clusterNodes);
     gauge('vexil_bus_connected', '1 while the cluster bus (NATS) is connected or local, else 0', () => (sources.busConnected() ? 1 : 0));

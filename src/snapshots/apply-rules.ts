@@ -1,15 +1,17 @@
 /**
  * The rules for applying a committed change to a replica of an organization's flag data, owned
- * here and nowhere else: the front thread's registry (registry.ts) decides with them what to
- * reload, the shared store (shared-store.ts) what it may write, and the evaluation workers, which
- * read that store, whether they may answer an item.
+ * here and nowhere else: the front thread's registry (registry.ts) and the shared store
+ * (shared-store.ts) decide with them what they may write, and the evaluation workers, which read
+ * that store, whether they may answer an item.
  *
  * - A replica's version never goes back: data older than what it holds is ignored.
  * - A change one version ahead that touched one flag applies that flag only; one that touched the
  *   organization's settings replaces the organization row only.
- * - A change that touched anything, or that skips versions (a missed cluster message), reloads
- *   everything.
+ * - A change that touched anything, or that skips versions, reloads everything.
  * - A reader holding a version older than what an item needs answers "retry", never older data.
+ *
+ * What a version touched is the database's change log (`org_changes`), read by the registry
+ * together with the data; a bus message's `touches` and `version` are only hints (registry.ts).
  */
 
 /** What a committed write touched: one flag, only the organization's settings, or anything. */

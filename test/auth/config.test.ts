@@ -87,3 +87,12 @@ t.test('slow clients and event streams (CONTRACT.md 14): the contract bounds are
   refused(t, { VEXIL_SSE_KEY_RECHECK_MS: '60001' }, 'VEXIL_SSE_KEY_RECHECK_MS');
   refused(t, { VEXIL_SSE_MAX_STREAMS_PER_KEY: '0' }, 'VEXIL_SSE_MAX_STREAMS_PER_KEY');
 });
+
+t.test('VEXIL_CLUSTER_SECRET: 32 characters or more, checked at start-up, never echoed', async (t) => {
+  t.equal(loadConfig({}).clusterSecret, null, 'unset by default');
+  const secret = 's'.repeat(32);
+  t.equal(loadConfig({ VEXIL_CLUSTER_SECRET: secret }).clusterSecret, secret);
+  const short = 'short-cluster-secret-31-chars!!';
+  t.equal(short.length, 31);
+  refused(t, { VEXIL_CLUSTER_SECRET: short }, 'VEXIL_CLUSTER_SECRET', short);
+});

@@ -4,10 +4,14 @@
  * condition holds, and a two-node setup.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
+import { connect, headers, type NatsConnection } from 'nats';
 import type { Test } from 'tap';
-import { createFlag, createKey, freshPostgresDatabase, startTestNode, upsertConfig, type TestNode } from './node.js';
+import { SIGNATURE_HEADER } from '../../src/cluster/wire.js';
+import postgres from 'postgres';
+import { createFlag, createKey, evaluate, freshPostgresDatabase, request, startTestNode, upsertConfig, type TestNode } from './node.js';
 
 export const NATS_BIN = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => existsSync(p));
 
@@ -165,3 +169,95 @@ export async function twoNodesWithSharedFlag(t: { teardown(fn: () => unknown): v
   const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
   return { a, b, ek };
 }
+
+/**
+ * Nodes on a fresh PostgreSQL database and the shared NATS_URL, on a subject of their own (so a
+ * test's forged messages reach its own nodes only), with the safety poll off: only the bus (or
+ * what the nodes read because of it) carries changes.
+ */
+export async function busCluster(
+  t: { teardown(fn: () => unknown): void },
+  count: number,
+  env: Record<string, string> = {},
+): Promise<{ nodes: TestNode[]; subject: string; databaseUrl: string }> {
+  const db = await freshPostgresDatabase();
+  t.teardown(db.drop);
+  const subject = `vexil.test.${randomBytes(6).toString('hex')}`;
+  const all = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000', ...env };
+  const nodes: TestNode[] = [];
+  for (let i = 0; i < count; i++) {
+    nodes.push(await startTestNode(t, { databaseUrl: db.url, adminKey: nodes[0]?.adminKey, env: all, start: { busSubject: subject } }));
+  }
+  return { nodes, subject, databaseUrl: db.url };
+}
+
+/** A raw NATS client on a test's subject: publishes anything, and records what the nodes publish. */
+export class BusTap {
+  readonly seen: { data: Uint8Array; signature: string | undefined }[] = [];
+  private constructor(private readonly nc: NatsConnection, private readonly subject: string) {}
+
+  static async open(t: { teardown(fn: () => unknown): void }, subject: string): Promise<BusTap> {
+    const nc = await connect({ servers: process.env.NATS_URL! });
+    t.teardown(() => nc.close());
+    const tap = new BusTap(nc, subject);
+    nc.subscribe(subject, { callback: (err, msg) => !err && tap.seen.push({ data: msg.data, signature: msg.headers?.get(SIGNATURE_HEADER) }) });
+    await nc.flush();
+    return tap;
+  }
+
+  async publish(data: string | Uint8Array, signature?: string): Promise<void> {
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    let h;
+    if (signature !== undefined) {
+      h = headers();
+      h.set(SIGNATURE_HEADER, signature);
+    }
+    this.nc.publish(this.subject, bytes, h === undefined ? undefined : { headers: h });
+    await this.nc.flush();
+  }
+
+  /** A well-formed message, as a node would send it, from `node`. */
+  static envelope(event: unknown, node = `forger-${randomBytes(3).toString('hex')}`, ts = Date.now()): string {
+    return JSON.stringify({ node, ts, nonce: randomBytes(16).toString('hex'), event });
+  }
+}
+
+// ---- shared by the bus trust suites (test/cluster/bus-*.test.ts) ----
+
+/** The evaluation context the bus suites evaluate `shared` with. */
+export const SHARED_BODY = { userId: 'u', stage: 'production' };
+
+/** Flag `shared` (production: `on`) written on the first node and seen on every node; an evaluation key. */
+export async function seedShared(t: Test, nodes: TestNode[]): Promise<string> {
+  const [a] = nodes;
+  t.equal((await createFlag(a, 'shared')).status, 201);
+  t.equal((await upsertConfig(a, 'shared', { defaultVariantKey: 'on' })).status, 200);
+  const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
+  for (const n of nodes) t.equal((await until(() => evaluate(n, ek, 'shared', SHARED_BODY), (r) => r.body?.key === 'on')).body?.key, 'on');
+  return ek;
+}
+
+/** The organization's id and version, from the database itself. */
+export async function orgRow(databaseUrl: string): Promise<{ id: string; version: number }> {
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ id: string; version: number }[]>`select id, version from organizations where name = 'default'`;
+    return row;
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Writes `variant` on node `w`, then measures how long until every node evaluates it. */
+export async function propagates(t: Test, w: TestNode, nodes: TestNode[], ek: string, variant: string, what: string, withinMs = 1000): Promise<void> {
+  t.equal((await upsertConfig(w, 'shared', { defaultVariantKey: variant })).status, 200, `${what}: write ${variant}`);
+  const started = Date.now();
+  for (const n of nodes) {
+    const r = await until(() => evaluate(n, ek, 'shared', SHARED_BODY), (x) => x.body?.key === variant, 3000);
+    t.equal(r.body?.key, variant, `${what}: ${n.url} serves ${variant}`);
+  }
+  const ms = Date.now() - started;
+  t.ok(ms <= withinMs, `${what}: every node within ${ms} ms (≤ ${withinMs})`);
+}
+
+export const nodesSeen = async (n: TestNode): Promise<number> => (await request(n.url, 'GET', '/healthz')).body?.nodes;

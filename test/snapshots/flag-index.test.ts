@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { Flag, FlagConfig, Organization } from '../../src/domain/types.js';
 import { compileFlag } from '../../src/engine/index.js';
 import { FlagIndex, flagChanged, flagIndexOf, searchText, type FlagFilter, type IndexPage } from '../../src/snapshots/flag-index.js';
-import { SnapshotRegistry, type SnapshotSource } from '../../src/snapshots/registry.js';
+import { SnapshotRegistry, type SnapshotSource, type Touches } from '../../src/snapshots/registry.js';
 import { flag, org, snap } from '../engine/fixtures.js';
 
 const TYPES = ['boolean', 'string', 'number', 'json'] as const;
@@ -172,29 +172,43 @@ t.test('flagIndexOf / flagChanged: one index per snapshot object, kept current o
 t.test('the registry updates a built index when it applies a one-flag change', async (t) => {
   const o: Organization = org({ id: 'o1', version: 1 });
   const stored = new Map<string, Flag>([['b', flag({ name: 'b' })]]);
+  // The change log: what each version touched (the database's org_changes).
+  const log = new Map<number, Touches>();
   const source: SnapshotSource = {
     org: async () => ({ ...o }),
-    flag: async (_id, name) => stored.get(name) ?? null,
-    flagConfigs: async (): Promise<FlagConfig[]> => [],
     flags: async () => [...stored.values()],
     orgConfigs: async () => new Map(),
+    changesSince: async (_id, held) => {
+      const changes = [...log].filter(([v]) => v > held && v <= o.version).map(([version, touches]) => ({ version, touches }));
+      const flags = new Map<string, { flag: Flag; configs: FlagConfig[] }>();
+      for (const c of changes) {
+        const name = typeof c.touches === 'object' ? c.touches.flag : null;
+        const f = name === null ? undefined : stored.get(name);
+        if (f !== undefined) flags.set(f.name, { flag: f, configs: [] });
+      }
+      return { org: { ...o }, changes, flags };
+    },
   };
+  const write = (touches: Touches) => log.set(++o.version, touches);
   const reg = new SnapshotRegistry(source);
   const s = (await reg.get('o1'))!;
   t.same(flagIndexOf(s).names(), ['b']);
   stored.set('a', flag({ name: 'a', description: 'new one' }));
+  write({ flag: 'a' });
   await reg.apply({ orgId: 'o1', version: 2, touches: { flag: 'a' } });
   t.equal(reg.peek('o1'), s, 'a flag change updates the snapshot in place');
   t.same(flagIndexOf(s).names(), ['a', 'b'], 'insert');
   stored.delete('b');
+  write({ flag: 'b' });
   await reg.apply({ orgId: 'o1', version: 3, touches: { flag: 'b' } });
   t.same(flagIndexOf(s).names(), ['a'], 'delete');
   stored.set('a', flag({ name: 'a', description: 'edited' }));
+  write({ flag: 'a' });
   await reg.apply({ orgId: 'o1', version: 4, touches: { flag: 'a' } });
   const any: FlagFilter = { application: null, type: null, archived: null, search: 'edited' };
   t.same(flagIndexOf(s).query(any, null, null).flags.map((f) => f.name), ['a'], 'update');
   stored.set('c', flag({ name: 'c' }));
-  o.version = 9;
+  o.version = 9; // versions 5-9 are not in the log: a gap, so the organization is reloaded
   await reg.apply({ orgId: 'o1', version: 9, touches: 'all' });
   const s2 = reg.peek('o1')!;
   t.not(s2, s, 'a whole-organization reload makes a new snapshot object');

@@ -2,7 +2,7 @@
 import type { Flag, FlagConfig, FlagDependency, Rule, ValueType, Variant } from '../../domain/types.js';
 import { iso, json, type Queryable } from '../../storage/database.js';
 
-interface FlagRow {
+export interface FlagRow {
   name: string;
   project: string;
   type: ValueType;
@@ -16,7 +16,7 @@ interface FlagRow {
   updated_at: Date | string;
 }
 
-interface ConfigRow {
+export interface ConfigRow {
   flag_name: string;
   stage: string;
   client_id: string;
@@ -29,10 +29,10 @@ interface ConfigRow {
   enrollment_cutoff: number | null;
 }
 
-const FLAG_COLUMNS = 'name, project, type, description, tags, is_archived, variants, environments, dependencies, created_at, updated_at';
-const CONFIG_COLUMNS = 'flag_name, stage, client_id, enabled, default_variant_key, rollout_percentage, rules, active_from, active_until, enrollment_cutoff';
+export const FLAG_COLUMNS = 'name, project, type, description, tags, is_archived, variants, environments, dependencies, created_at, updated_at';
+export const CONFIG_COLUMNS = 'flag_name, stage, client_id, enabled, default_variant_key, rollout_percentage, rules, active_from, active_until, enrollment_cutoff';
 
-const toFlag = (r: FlagRow): Flag => ({
+export const toFlag = (r: FlagRow): Flag => ({
   name: r.name,
   project: r.project,
   type: r.type,
@@ -54,7 +54,7 @@ const toRule = (r: Rule): Rule => ({
   allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
 });
 
-const toConfig = (r: ConfigRow): FlagConfig => ({
+export const toConfig = (r: ConfigRow): FlagConfig => ({
   stage: r.stage,
   clientId: r.client_id === '' ? null : r.client_id,
   enabled: r.enabled,

@@ -2,7 +2,7 @@
 import type { KillSwitchRule, Organization } from '../../domain/types.js';
 import { json, type Queryable } from '../../storage/database.js';
 
-interface OrgRow {
+export interface OrgRow {
   id: string;
   name: string;
   subscription_active: boolean;
@@ -12,9 +12,9 @@ interface OrgRow {
   version: number;
 }
 
-const COLUMNS = 'id, name, subscription_active, environments, applications, kill_switch, version';
+export const COLUMNS = 'id, name, subscription_active, environments, applications, kill_switch, version';
 
-const toOrg = (r: OrgRow): Organization => ({
+export const toOrg = (r: OrgRow): Organization => ({
   id: r.id,
   name: r.name,
   subscriptionActive: r.subscription_active,
@@ -54,17 +54,29 @@ export async function orgVersions(q: Queryable): Promise<Map<string, number>> {
   return new Map(rows.map((r) => [r.id, Number(r.version)]));
 }
 
+/** Versions of each organization kept in `org_changes`; a node further behind reloads it whole. */
+export const CHANGE_LOG_KEEP = 1000;
+
 /**
  * Locks the organization's row for the rest of the transaction and bumps its version. Every write
  * starts with this, so writes to one organization are serialised (checks such as name conflicts and
- * dependency cycles see a stable state) and each commit has its own, monotonic version.
+ * dependency cycles see a stable state) and each commit has its own, monotonic version. The same
+ * statement records what the new version touches (`org_changes`, read by `orgChangesSince`), so
+ * the record commits with the write or not at all; every 100th version prunes the log.
  */
-export async function lockAndBumpVersion(q: Queryable, orgId: string): Promise<Organization | null> {
+export async function lockAndBumpVersion(q: Queryable, orgId: string, touches: unknown): Promise<Organization | null> {
   const rows = await q.query<OrgRow>(
-    `update organizations set version = version + 1 where id = $1 returning ${COLUMNS}`,
-    [orgId],
+    `with o as (update organizations set version = version + 1 where id = $1 returning ${COLUMNS}),
+       logged as (insert into org_changes (org_id, version, touches) select id, version, $2::jsonb from o)
+     select * from o`,
+    [orgId, json(touches)],
   );
-  return rows.length === 0 ? null : toOrg(rows[0]);
+  if (rows.length === 0) return null;
+  const org = toOrg(rows[0]);
+  if (org.version % 100 === 0) {
+    await q.query('delete from org_changes where org_id = $1 and version <= $2', [orgId, org.version - CHANGE_LOG_KEEP]);
+  }
+  return org;
 }
 
 /** Locks the organization's row for the rest of the transaction, without a new version (key writes). */
