@@ -2,6 +2,10 @@
 import { ConfigError, loadConfig } from './config.js';
 import { startNode } from './node.js';
 import { createLogger } from './util/log.js';
+import { yieldHelperThreads } from './util/thread-priority.js';
+
+/** V8's and libuv's helper threads yield to the front thread and the evaluation workers (util/thread-priority.ts). */
+const HELPER_THREADS_NICE = 10;
 
 /** Lines of the process itself (start-up failures, signals): JSON like every other log line. */
 const processLog = (level: Parameters<typeof createLogger>[0]) => createLogger(level).child({ component: 'main' });
@@ -18,6 +22,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = processLog(config.logLevel);
+  // Before any worker starts: only the process's own helper threads exist yet.
+  const yielded = yieldHelperThreads(HELPER_THREADS_NICE);
+  log.debug('helper threads yield to the front', { threads: yielded, nice: HELPER_THREADS_NICE });
   const node = await startNode(config);
   if (node.generatedAdminKey !== null) {
     // Printed once, on first start only (CONTRACT.md 2); never logged.
