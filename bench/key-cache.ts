@@ -38,7 +38,7 @@ const db: Queryable = {
 };
 
 async function main(): Promise<void> {
-  const vexil = new KeyCache((hash) => findKeyByHash(db, hash), 60_000);
+  const vexil = new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: 60_000 });
   const lru = new LRUCache<string, ManagementKey | false>({ max: 100_000, ttl: 60_000 });
   for (let i = 0; i < VALID; i++) {
     await vexil.lookup(`valid-${i}`);

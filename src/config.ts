@@ -51,6 +51,8 @@ const schema = z.object({
   VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
   VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
+  // CONTRACT.md 14: how long past its cache lifetime a key that cannot be re-checked is served.
+  VEXIL_KEY_STALE_MAX_MS: intIn(0, 86_400_000).default(300_000),
   VEXIL_SYNC_POLL_MS: intIn(50, 600_000).default(1000),
   VEXIL_SYNC_SAFETY_POLL_MS: intIn(100, 3_600_000).default(15_000),
   VEXIL_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only').optional(),
@@ -123,6 +125,8 @@ export interface Config {
   /** Compiled flags each evaluation worker keeps (docs/snapshots.md); 0 compiles on every use. */
   workerFlagCache: number;
   keyCacheTtlMs: number;
+  /** How long past its cache lifetime a key the database cannot re-check is still served, then 503 (CONTRACT.md 14). */
+  keyStaleMaxMs: number;
   /** PostgreSQL version poll while the cluster bus is down, and while it is up (safety net). */
   syncPollMs: number;
   syncSafetyPollMs: number;
@@ -191,6 +195,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     evalHandoff: e.VEXIL_EVAL_HANDOFF,
     workerFlagCache: e.VEXIL_WORKER_FLAG_CACHE,
     keyCacheTtlMs: e.VEXIL_KEY_CACHE_TTL_MS,
+    keyStaleMaxMs: e.VEXIL_KEY_STALE_MAX_MS,
     syncPollMs: e.VEXIL_SYNC_POLL_MS,
     syncSafetyPollMs: e.VEXIL_SYNC_SAFETY_POLL_MS,
     nodeId: e.VEXIL_NODE_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,

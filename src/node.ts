@@ -105,7 +105,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       config,
       db,
       snapshots,
-      keys: new KeyCache((hash) => findKeyByHash(db, hash), config.keyCacheTtlMs),
+      keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: config.keyCacheTtlMs, staleMaxMs: config.keyStaleMaxMs }),
       limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
       authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
       bus,

@@ -11,8 +11,9 @@
  * hot path; with `Date.now()` per peek lru-cache, whose clock is coarse, was twice as fast.)
  *
  * While the database is unreachable, an expired entry is used rather than refusing every request
- * (evaluations keep serving from snapshots). Nobody can disable or rotate a key then anyway, and an
- * invalidation from the bus still removes the entry at once.
+ * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
+ * (VEXIL_KEY_STALE_MAX_MS, CONTRACT.md 14); after that the lookup fails with the database's 503.
+ * An invalidation from the bus still removes the entry at once.
  */
 import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
@@ -20,6 +21,17 @@ import { coarseClock } from '../util/clock.js';
 
 /** Reads a key by the hash of its value from the source of truth (node.ts: the keys store). */
 export type KeyLoader = (hash: string) => Promise<ManagementKey | null>;
+
+export interface KeyCacheOptions {
+  /** How long an entry serves before the database is asked again (VEXIL_KEY_CACHE_TTL_MS). */
+  ttlMs: number;
+  /** How long past that an entry serves while the database cannot re-check it (VEXIL_KEY_STALE_MAX_MS; default 300 s). */
+  staleMaxMs?: number;
+  now?: () => number;
+  /** Known keys held (default 100,000), and unknown hashes (default the same). */
+  maxEntries?: number;
+  maxUnknown?: number;
+}
 
 interface Entry {
   key: ManagementKey;
@@ -37,14 +49,23 @@ export class KeyCache {
   private epoch = 0;
   private readonly invalidationListeners: ((keyId: string | null) => void)[] = [];
 
+  private readonly ttlMs: number;
+  private readonly staleMaxMs: number;
+  /** Expiry checks on the hot path use a coarse clock (src/util/clock.ts). */
+  private readonly now: () => number;
+  private readonly maxEntries: number;
+  private readonly maxUnknown: number;
+
   constructor(
     private readonly load: KeyLoader,
-    private readonly ttlMs: number,
-    /** Expiry checks on the hot path use a coarse clock (src/util/clock.ts). */
-    private readonly now: () => number = coarseClock(),
-    private readonly maxEntries = 100_000,
-    private readonly maxUnknown = maxEntries,
-  ) {}
+    opts: KeyCacheOptions,
+  ) {
+    this.ttlMs = opts.ttlMs;
+    this.staleMaxMs = opts.staleMaxMs ?? 300_000;
+    this.now = opts.now ?? coarseClock();
+    this.maxEntries = opts.maxEntries ?? 100_000;
+    this.maxUnknown = opts.maxUnknown ?? this.maxEntries;
+  }
 
   /** The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked. */
   peek(hash: string): ManagementKey | null | undefined {
@@ -83,9 +104,12 @@ export class KeyCache {
           },
           (err: unknown) => {
             if (err instanceof VexilError && err.code === 'UNAVAILABLE') {
+              // Past its lifetime and not re-checkable: served for staleMaxMs more, then 503.
+              const limit = this.now() - this.staleMaxMs;
               const stale = this.byHash.get(hash);
-              if (stale !== undefined) return stale.key;
-              if (this.unknown.has(hash)) return null;
+              if (stale !== undefined && stale.expiresMs >= limit) return stale.key;
+              const unknownUntil = this.unknown.get(hash);
+              if (unknownUntil !== undefined && unknownUntil >= limit) return null;
             }
             throw err;
           },

@@ -224,7 +224,7 @@ export class ManagementActorThread {
         db,
         snapshots,
         // The actor authenticates nothing (the front admits); its key service drops keys through the bus.
-        keys: new KeyCache((hash) => findKeyByHash(db, hash), config.keyCacheTtlMs),
+        keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: config.keyCacheTtlMs, staleMaxMs: config.keyStaleMaxMs }),
         limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
         authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
         bus: new RelayBus(this.post),

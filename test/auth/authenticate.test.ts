@@ -38,7 +38,7 @@ function runtime(opts: { subscriptionActive?: boolean; rate?: number } = {}) {
     return take(kind, id);
   };
   const rt = {
-    keys: new KeyCache((hash) => findKeyByHash(db, hash), 60_000, () => 0),
+    keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: 60_000, now: () => 0 }),
     snapshots: { peek: (id: string) => (id === 'o1' ? snapshot : undefined), get: async (id: string) => (id === 'o1' ? snapshot : null) },
     limiter,
   } as unknown as Runtime;

@@ -1,6 +1,7 @@
 /** The 60-second key cache (SPEC 5.5) with an injected clock and a counting fake database. */
 import t from 'tap';
 import { KeyCache } from '../../src/auth/key-cache.js';
+import { VexilError } from '../../src/domain/errors.js';
 import { findKeyByHash } from '../../src/features/keys/store.js';
 import type { Queryable } from '../../src/storage/database.js';
 
@@ -20,9 +21,11 @@ function fakeDb() {
   const rows = new Map<string, Row>();
   let queries = 0;
   let gate: Promise<void> | null = null;
+  let down = false;
   const db: Queryable = {
     async query<T>(text: string, params?: unknown[]): Promise<T[]> {
       queries++;
+      if (down) throw new VexilError('UNAVAILABLE', 'The database is unavailable');
       if (!/from management_keys where key_hash = \$1/.test(text)) throw new Error('unexpected query ' + text);
       const hash = params![0] as string;
       const snapshot = rows.get(hash); // read at query time, like a database would
@@ -41,6 +44,10 @@ function fakeDb() {
     rows,
     row,
     count: () => queries,
+    /** The database stops (or starts) answering: every query fails with UNAVAILABLE. */
+    setDown(d: boolean) {
+      down = d;
+    },
     hold() {
       let release!: () => void;
       gate = new Promise((r) => (release = r));
@@ -49,10 +56,10 @@ function fakeDb() {
   };
 }
 
-function cache(ttlMs = 60_000, maxEntries?: number) {
+function cache(ttlMs = 60_000, maxEntries?: number, staleMaxMs?: number) {
   const f = fakeDb();
   const clock = { ms: 0 };
-  const c = new KeyCache((hash) => findKeyByHash(f.db, hash), ttlMs, () => clock.ms, maxEntries);
+  const c = new KeyCache((hash) => findKeyByHash(f.db, hash), { ttlMs, now: () => clock.ms, maxEntries, staleMaxMs });
   return { f, c, clock };
 }
 
@@ -174,4 +181,31 @@ t.test('known keys and unknown hashes are bounded separately: a flood of bad key
   t.ok(c.known('good1') && !c.known('bad49'), 'known() is for authenticated keys only');
   c.invalidateOrg('org');
   t.same(c.sizes.known, 0, "invalidateOrg drops the organization's keys");
+});
+
+t.test('a key the database cannot re-check is served VEXIL_KEY_STALE_MAX_MS past its lifetime, then 503 (CONTRACT.md 14)', async (t) => {
+  const { f, c, clock } = cache(60_000, undefined, 300_000);
+  f.rows.set('h1', f.row('k1'));
+  await c.lookup('h1');
+  t.equal(await c.lookup('unknown-hash'), null, 'an unknown hash, cached');
+  f.setDown(true);
+  clock.ms = 60_000 + 299_999;
+  t.equal((await c.lookup('h1'))?.id, 'k1', 'just before lifetime + stale bound: the known key still serves');
+  t.equal(await c.lookup('unknown-hash'), null, 'and the unknown hash stays unknown');
+  clock.ms = 60_000 + 300_001;
+  await t.rejects(c.lookup('h1'), { code: 'UNAVAILABLE' }, 'past it: the database\'s 503');
+  await t.rejects(c.lookup('unknown-hash'), { code: 'UNAVAILABLE' }, 'for the unknown hash too');
+  await t.rejects(c.lookup('never-seen'), { code: 'UNAVAILABLE' }, 'a hash never seen: 503 at once');
+  f.setDown(false);
+  t.equal((await c.lookup('h1'))?.id, 'k1', 'served again once the database answers');
+  t.equal(c.peek('h1')?.id, 'k1', 'and cached afresh');
+});
+
+t.test('VEXIL_KEY_STALE_MAX_MS=0: an expired key is never served without a re-check', async (t) => {
+  const { f, c, clock } = cache(60_000, undefined, 0);
+  f.rows.set('h1', f.row('k1'));
+  await c.lookup('h1');
+  f.setDown(true);
+  clock.ms = 60_001;
+  await t.rejects(c.lookup('h1'), { code: 'UNAVAILABLE' });
 });

@@ -82,6 +82,34 @@ t.test('PostgreSQL unreachable: evaluations keep serving, writes answer 503, not
   t.same(names, ['f', 'g'], 'exactly the flags that were acknowledged');
 });
 
+t.test('PostgreSQL unreachable for longer than VEXIL_KEY_STALE_MAX_MS: a key that cannot be re-checked is refused (CONTRACT.md 14)', { skip }, async (t) => {
+  const { proxy, databaseUrl } = await postgresBehindProxy(t);
+  const n = await startTestNode(t, {
+    databaseUrl,
+    env: { VEXIL_KEY_CACHE_TTL_MS: '300', VEXIL_KEY_STALE_MAX_MS: '2000', VEXIL_DB_STATEMENT_TIMEOUT_MS: '1000' },
+  });
+  t.equal((await createFlag(n, 'f')).status, 201);
+  t.equal((await upsertConfig(n, 'f', { defaultVariantKey: 'on' })).status, 200);
+  const ek = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  const warmAt = Date.now();
+  t.equal((await evaluate(n, ek, 'f', { userId: 'warm', stage: 'production' })).status, 200);
+  proxy.cut();
+  const cutAt = Date.now();
+  await new Promise((r) => setTimeout(r, 600)); // past the key's 300 ms lifetime
+  const stale = await evaluate(n, ek, 'f', { userId: 'u1', stage: 'production' });
+  t.equal(stale.status, 200, 'within lifetime + VEXIL_KEY_STALE_MAX_MS: the key still serves');
+  t.equal(stale.body.key, 'on');
+  const refused = await until(() => evaluate(n, ek, 'f', { userId: 'u2', stage: 'production' }), (r) => r.status !== 200, 10_000, 200);
+  const after = Date.now() - cutAt;
+  t.equal(refused.status, 503, `past it (${after} ms after the cut): 503`);
+  t.equal(refused.body?.code, 'UNAVAILABLE');
+  t.ok(refused.headers.get('retry-after') !== null, 'with Retry-After');
+  t.ok(Date.now() - warmAt >= 2000, 'not before lifetime + VEXIL_KEY_STALE_MAX_MS (from when the key was cached)');
+  proxy.restore();
+  const back = await until(() => evaluate(n, ek, 'f', { userId: 'u3', stage: 'production' }), (r) => r.status === 200, 15_000, 200);
+  t.equal(back.status, 200, 'served again once PostgreSQL is back');
+});
+
 t.test('a node killed mid-load: the other node keeps serving', { skip }, async (t) => {
   const db = await freshPostgresDatabase();
   t.teardown(db.drop);

@@ -95,5 +95,18 @@ for (const front of native ? ['uws', 'node'] : ['node']) {
     t.ok(Buffer.from(again.text).equals(expected), 'and the next whole list is whole');
     const together = await Promise.all([1, 2, 3].map(() => rawGet(n, '/api/flags')));
     t.ok(together.every((r) => r.body.equals(expected)), 'three lists at once, each whole');
+
+    // The actor keeps the last large list with its version (features/flags/list-cache.ts): a write
+    // gives the organization a new version, and the next list shows it.
+    t.equal((await n.req('PUT', '/api/flags/big-007', { key: n.adminKey, body: { description: 'changed after the lists' } })).status, 200);
+    const afterWrite = await n.req('GET', '/api/flags', { key: n.adminKey });
+    const changed = (afterWrite.body as { name: string; description: string }[]).find((f) => f.name === 'big-007');
+    t.equal(changed?.description, 'changed after the lists', 'the list after a write holds the write');
+    t.equal((await n.req('GET', '/api/flags/big-007', { key: n.adminKey })).body.description, 'changed after the lists');
+    const limited = await n.req('GET', '/api/flags?limit=59', { key: n.adminKey });
+    t.equal((limited.body as unknown[]).length, 59, 'another query string is another list');
+    t.match(limited.headers.get('link') ?? '', /after=big-058/, 'with its own Link');
+    const again2 = await n.req('GET', '/api/flags', { key: n.adminKey });
+    t.equal(again2.text, afterWrite.text, 'a repeat at the same version: the same bytes');
   });
 }

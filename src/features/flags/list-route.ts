@@ -11,6 +11,8 @@ import { requirePermission } from '../../auth/permissions.js';
 import type { Incoming, Reply } from '../../http/exchange.js';
 import { queryObject } from '../../http/query.js';
 import type { Runtime } from '../../runtime.js';
+import { AnswerTooLargeError, boundedJson } from '../../util/bounded-json.js';
+import { LargeListCache, listCacheKey } from './list-cache.js';
 import { listFlagPage } from './service.js';
 
 export const FLAGS_PATH = '/api/flags';
@@ -21,16 +23,38 @@ const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 /** The route captures this request header (Route.headers). */
 export const LIST_HEADERS = ['host'];
 
+/**
+ * Lists over this size are kept for a repeat at the same version (list-cache.ts). It is far above
+ * the size from which the management actor sends an answer in pieces through shared memory
+ * (management/mailbox.ts, PIPE_MIN_BYTES), so a kept Buffer is only ever copied, never moved.
+ */
+const CACHE_MIN_BYTES = 1 << 20;
+const largeLists = new LargeListCache(CACHE_MIN_BYTES);
+
 export function listFlagsReply(rt: Runtime, auth: Authenticated, inc: Incoming): Reply {
   // 403 before any 400, a repeated parameter included (the service checks it again).
   requirePermission(auth.principal, 'CanRead');
+  const host = inc.headers.host ?? '';
+  const key = listCacheKey(auth.principal.orgId, auth.snapshot.org.version, auth.principal.application, inc.query, host);
+  const cached = largeLists.get(key);
+  if (cached !== null) return { status: 200, raw: cached.body, headers: cached.headers };
   const params = queryObject(inc.query);
   const page = listFlagPage(auth, params);
   const headers: Record<string, string> = { 'x-total-count': String(page.total) };
   if (page.hasMore && params.limit !== undefined && page.flags.length > 0) {
-    headers.link = `<${nextPageUrl(rt, inc.headers.host ?? '', params, page.flags[page.flags.length - 1].name)}>; rel="next"`;
+    headers.link = `<${nextPageUrl(rt, host, params, page.flags[page.flags.length - 1].name)}>; rel="next"`;
   }
-  return { status: 200, body: page.flags, headers };
+  // Serialised here rather than by the exchange, so that a large list can be kept as it is sent.
+  let body: string | Buffer | undefined;
+  try {
+    body = boundedJson(page.flags, rt.config.maxAnswerBytes);
+  } catch (err) {
+    if (err instanceof AnswerTooLargeError) return { status: 200, body: page.flags, headers }; // the exchange's 400
+    throw err;
+  }
+  const raw = typeof body === 'string' ? Buffer.from(body) : body!;
+  largeLists.offer(key, { headers, body: raw });
+  return { status: 200, raw, headers };
 }
 
 /** The request's parameters, in their order, with `after` set to `last`. */
