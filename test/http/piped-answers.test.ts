@@ -5,11 +5,11 @@
  * all (the front waits for the socket between pieces), and a client that leaves mid-body leaves the
  * node answering. Every check runs on each front.
  */
-import { connect } from 'node:net';
 import t from 'tap';
 import { PIECE_BYTES } from '../../src/management/mailbox.js';
 import { loadNativeUws } from '../../src/http/uws.js';
 import { createFlag, startTestNode, type TestNode } from '../helpers/node.js';
+import { openSocket } from '../helpers/raw-http.js';
 
 const native = loadNativeUws().ok;
 /** Flags of ~150 KB each (one long variant value, under a raised VEXIL_MAX_VALUE_BYTES): 60 of them make an ~9 MiB list. */
@@ -17,19 +17,16 @@ const FLAGS = 60;
 const VALUE = 'x'.repeat(150_000);
 
 /** One GET over a raw socket: the head, the body's bytes, and whether the socket ended cleanly. */
-function rawGet(n: TestNode, path: string, opts: { pauseMs?: number; leaveAfter?: number } = {}): Promise<{ head: string; body: Buffer; ended: boolean }> {
-  const { port } = new URL(n.url);
+async function rawGet(n: TestNode, path: string, opts: { pauseMs?: number; leaveAfter?: number } = {}): Promise<{ head: string; body: Buffer; ended: boolean }> {
+  const s = await openSocket(n.url);
   return new Promise((resolve, reject) => {
-    const s = connect(Number(port), '127.0.0.1');
     const parts: Buffer[] = [];
     let got = 0;
-    s.on('connect', () => {
-      s.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-management-key: ${n.adminKey}\r\nconnection: close\r\n\r\n`);
-      if (opts.pauseMs !== undefined) {
-        s.pause();
-        setTimeout(() => s.resume(), opts.pauseMs);
-      }
-    });
+    s.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-management-key: ${n.adminKey}\r\nconnection: close\r\n\r\n`);
+    if (opts.pauseMs !== undefined) {
+      s.pause();
+      setTimeout(() => s.resume(), opts.pauseMs);
+    }
     s.on('data', (c: Buffer) => {
       parts.push(c);
       got += c.length;
