@@ -20,6 +20,7 @@ import { findKeyByHash } from '../features/keys/store.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
 import { snapshotSource } from '../features/snapshot-source.js';
+import { encodeAnswer } from '../http/content-encoding.js';
 import { DEFAULT_MAX_ANSWER_BYTES, errorReply, serialiseReply, type Incoming, type Reply } from '../http/exchange.js';
 import { asVexilError } from '../http/problem.js';
 import type { Route } from '../http/router.js';
@@ -299,7 +300,7 @@ export class ManagementActorThread {
     };
     let reply: Reply;
     if (!(await this.whenStarted())) {
-      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), route ?? null);
+      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), route ?? null, '');
       return;
     }
     try {
@@ -312,14 +313,17 @@ export class ManagementActorThread {
       if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });
       reply = route?.onError ? route.onError(ve) : errorReply(ve);
     }
-    this.answer(id, reply, route ?? null);
+    this.answer(id, reply, route ?? null, f.headers['accept-encoding'] ?? '');
   }
 
-  /** Serialises the answer here, off the front thread, and moves its bytes to the front. */
-  private answer(id: number, reply: Reply, route: Route | null): void {
+  /**
+   * Serialises the answer here, off the front thread, compresses a large one in a coding the
+   * client accepts (content-encoding.ts), and moves its bytes to the front.
+   */
+  private answer(id: number, reply: Reply, route: Route | null, acceptEncoding: string): void {
     const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
-    const raw = out.body;
-    const { status, headers } = out.reply;
+    const status = out.reply.status;
+    const { headers, body: raw } = out.body === null ? { headers: out.reply.headers, body: null } : encodeAnswer(out.reply.headers, out.body, acceptEncoding);
     if (raw !== null && typeof raw !== 'string' && raw.byteLength > PIPE_MIN_BYTES) {
       // A large body crosses in pieces, through the shared slots, as its client takes them.
       this.post({ t: 'reply', id, status, headers, body: null, piped: raw.byteLength });

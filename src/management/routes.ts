@@ -14,6 +14,7 @@ import { IDEMPOTENCY_HEADER, isIdempotentWrite } from './idempotency.js';
 export function managementRoutes(rt: Runtime): Route[] {
   const routes = [...flagRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...graphqlRoutes(rt)];
   for (const r of routes) if (r.management === undefined) throw new Error(`${r.method} ${r.pattern} is not a management route`);
-  // REST writes accept Idempotency-Key (src/management/idempotency.ts): the front captures it.
-  return routes.map((r) => (isIdempotentWrite(r) ? { ...r, headers: [...(r.headers ?? []), IDEMPOTENCY_HEADER] } : r));
+  // The actor compresses large answers in a coding the client accepts (http/content-encoding.ts);
+  // REST writes accept Idempotency-Key (src/management/idempotency.ts): the front captures both.
+  return routes.map((r) => ({ ...r, headers: [...(r.headers ?? []), 'accept-encoding', ...(isIdempotentWrite(r) ? [IDEMPOTENCY_HEADER] : [])] }));
 }

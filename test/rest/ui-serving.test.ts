@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
-import { chooseEncoding } from '../../src/features/ui/serve.js';
+import { chooseEncoding } from '../../src/http/content-encoding.js';
 import { projectPath } from '../../src/util/paths.js';
 import { startTestNode } from '../helpers/node.js';
 

@@ -5,6 +5,7 @@
  * the client accepts it. A strict Content-Security-Policy: scripts and styles from this origin
  * only, no inline code, API calls to this origin only.
  */
+import { chooseEncoding } from '../../http/content-encoding.js';
 import type { Asset } from './assets.js';
 
 export interface UiReply {
@@ -32,20 +33,6 @@ const SECURITY_HEADERS = {
 };
 
 export const UI_PREFIX = '/ui/';
-
-/** `br`, `gzip` or `identity`: the best the client accepts (q=0 refuses). */
-export function chooseEncoding(acceptEncoding: string): 'br' | 'gzip' | 'identity' {
-  let br = false;
-  let gzip = false;
-  for (const part of acceptEncoding.toLowerCase().split(',')) {
-    const [token, ...params] = part.trim().split(';');
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    if (q !== undefined && !(Number(q.slice(2)) > 0)) continue;
-    if (token === 'br') br = true;
-    else if (token === 'gzip' || token === '*') gzip = true;
-  }
-  return br ? 'br' : gzip ? 'gzip' : 'identity';
-}
 
 const redirect = (): UiReply => ({ status: 302, headers: { location: UI_PREFIX, 'cache-control': 'no-store', 'content-type': 'text/plain; charset=utf-8' }, body: '' });
 
