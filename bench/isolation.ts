@@ -18,6 +18,7 @@
  * Aims (issue 15): evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ADMIN_ROUTES, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, percentile, workersLabel, type Measurement } from './harness.js';
@@ -54,6 +55,76 @@ class CpuBook {
       this.byKind.set(this.last.kind, k);
     }
     this.last = kind === undefined ? undefined : { kind, ...now };
+  }
+}
+
+/** One thread's CPU and run-queue wait so far, in seconds (/proc/<pid>/task/<tid>/stat and schedstat). */
+interface ThreadSample { name: string; nice: number; cpuSec: number; waitSec: number }
+
+function threadSamples(pid: number): Map<number, ThreadSample> {
+  const out = new Map<number, ThreadSample>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  const tick = 100; // USER_HZ
+  for (const t of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const f = stat.slice(close + 2).split(' ');
+      const sched = readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ');
+      const tid = Number(t);
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      out.set(tid, { name: tid === pid ? 'front' : comm, nice: Number(f[16]), cpuSec: (Number(f[11]) + Number(f[12])) / tick, waitSec: Number(sched[1]) / 1e9 });
+    } catch {
+      // The thread has gone.
+    }
+  }
+  return out;
+}
+
+/**
+ * Where the node's threads spent each kind of slice: CPU and time spent runnable but waiting for
+ * the core (schedstat's run delay), per thread, in ms per second of slice. The front's wait in the
+ * admin slices against the quiet ones says whether evaluations queue behind other threads' CPU
+ * (the scheduler) or behind the front's own work.
+ */
+class ThreadBook {
+  readonly byKind = new Map<Kind, { wallSec: number; threads: Map<number, ThreadSample> }>();
+  private last: { kind: Kind; wall: number; threads: Map<number, ThreadSample> } | undefined;
+
+  constructor(private readonly pid: number) {}
+
+  enter(kind: Kind | undefined): void {
+    const now = { wall: performance.now(), threads: threadSamples(this.pid) };
+    if (this.last !== undefined) {
+      const k = this.byKind.get(this.last.kind) ?? { wallSec: 0, threads: new Map<number, ThreadSample>() };
+      k.wallSec += (now.wall - this.last.wall) / 1000;
+      for (const [tid, t] of now.threads) {
+        const before = this.last.threads.get(tid);
+        if (before === undefined) continue;
+        const acc = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, waitSec: 0 };
+        acc.cpuSec += t.cpuSec - before.cpuSec;
+        acc.waitSec += t.waitSec - before.waitSec;
+        k.threads.set(tid, acc);
+      }
+      this.byKind.set(this.last.kind, k);
+    }
+    this.last = kind === undefined ? undefined : { kind, ...now };
+  }
+
+  /** The threads that used or waited for the core during `kind`, busiest first: "name(nice) cpu/wait ms per s". */
+  describe(kind: Kind): string {
+    const k = this.byKind.get(kind);
+    if (k === undefined || k.wallSec === 0) return '-';
+    return [...k.threads.entries()]
+      .filter(([, t]) => t.cpuSec + t.waitSec > 0.001 * k.wallSec)
+      .sort(([, a], [, b]) => b.cpuSec - a.cpuSec)
+      .map(([tid, t]) => `${t.name}#${tid}(nice ${t.nice}) ${((t.cpuSec / k.wallSec) * 1000).toFixed(0)}/${((t.waitSec / k.wallSec) * 1000).toFixed(0)}`)
+      .join(', ');
   }
 }
 
@@ -122,6 +193,7 @@ export const isolation: CustomScenario = {
       await admin.waitForLine(/^ready$/, 30_000);
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
+      const threadBook = new ThreadBook(target.pids[0]);
       const records: AdminRecord[] = [];
       /** Per admin slice: ms from the admin's last answer until no evaluation waited (Infinity: not within DRAIN_CAP_MS). */
       const drains: number[] = [];
@@ -130,6 +202,7 @@ export const isolation: CustomScenario = {
         drive: async (gen) => {
           const enter = (kind: Kind, i: number): void => {
             book.enter(kind);
+            threadBook.enter(kind);
             gen.phase(`${kind}#${i}`);
           };
           for (let i = 1; i <= slices; i++) {
@@ -151,6 +224,7 @@ export const isolation: CustomScenario = {
             await sleep(SETTLE_MS);
           }
           book.enter(undefined);
+          threadBook.enter(undefined);
         },
       });
       const load = m.load;
@@ -193,7 +267,10 @@ export const isolation: CustomScenario = {
           },
           otherCpu: cpu && { utilization: cpu.otherSec / cpu.wallSec, irqUtilization: NaN },
           bound: 'paced',
-          notes: [`p99 per slice (ms): ${perSlice(kind)}; max ${ms2(p.latencyMs.max)} ms; generator event-loop delay max ${ms2(p.generatorLoopDelayMs.max)} ms`],
+          notes: [
+            `p99 per slice (ms): ${perSlice(kind)}; max ${ms2(p.latencyMs.max)} ms; generator event-loop delay max ${ms2(p.generatorLoopDelayMs.max)} ms`,
+            `node threads, CPU/run-queue wait in ms per s: ${threadBook.describe(kind)}`,
+          ],
         };
         return row;
       });
