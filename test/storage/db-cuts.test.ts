@@ -61,10 +61,14 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   const statuses = new Map<number, number>();
   const count = (s: number) => statuses.set(s, (statuses.get(s) ?? 0) + 1);
   let seq = 0;
+  /** Flags whose creation answered 503: none of them may have committed. */
+  const refused: string[] = [];
   const writer = async () => {
     while (running && node.exit === null) {
       const name = `f-${seq++}`;
-      count((await req('POST', '/api/flags', { name, project: 'default', type: 'boolean', variants: boolVariants })).status);
+      const created = await req('POST', '/api/flags', { name, project: 'default', type: 'boolean', variants: boolVariants });
+      count(created.status);
+      if (created.status === 503) refused.push(name);
       count((await req('POST', `/api/flags/${name}/configs`, { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: seq % 101 })).status);
     }
   };
@@ -100,6 +104,15 @@ t.test('hundreds of cut connections under load: the process never exits and keep
   t.ok([...statuses.values()].reduce((a, b) => a + b, 0) > 0, 'requests were answered during the cuts');
   // 404: a configuration write for a flag whose creation was cut.
   t.ok([...statuses.keys()].every((s) => [200, 201, 404, 503].includes(s)), 'every answer is a success, a 404 or a 503: never a 500 or a dropped connection');
+
+  // A write whose connection was lost around its commit answers what really happened: a committed
+  // write never answers 503 (its outcome is found by its transaction id).
+  const direct = new URL(postgresUrl()!);
+  direct.pathname = `/${dbName}`;
+  const check = postgres(direct.toString(), { max: 1, onnotice: () => {} });
+  const committedAnyway = (await check`select name from flags where name = any(${refused})`).map((r) => r.name as string);
+  await check.end();
+  t.same(committedAnyway, [], `no create that answered 503 committed (${refused.length} answered 503)`);
 
   // And it keeps answering once the cuts stop.
   const after = await until(() => req('POST', '/api/flags', { name: 'after-the-storm', project: 'default', type: 'boolean', variants: boolVariants }), (r) => r.status === 201, 15_000, 100);
