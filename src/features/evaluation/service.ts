@@ -5,7 +5,7 @@
 import type { Authenticated } from '../../auth/authenticate.js';
 import { requireApplication, requireEvaluator, requirePermission } from '../../auth/permissions.js';
 import { forbidden, notFound } from '../../domain/errors.js';
-import { findName, sameName } from '../../domain/names.js';
+import { findName, sameName } from '../../domain/name-matching.js';
 import type { Evaluation, EvaluationRequest } from '../../domain/types.js';
 import { evaluateFlag, type CompiledFlag } from '../../engine/index.js';
 import { performance } from 'node:perf_hooks';

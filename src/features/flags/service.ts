@@ -21,7 +21,7 @@ import {
   type Principal,
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
-import { clientIdApplication, findName, sameName } from '../../domain/names.js';
+import { clientIdApplication, findName, sameName } from '../../domain/name-matching.js';
 import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
