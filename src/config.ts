@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
+import { KEY_RE } from './domain/input-formats.js';
 import { DEFAULT_TENANCY_LIMITS, type TenancyLimits } from './domain/validation/tenancy-limits.js';
 import type { ClientTimeouts } from './http/client-timeouts.js';
 
@@ -31,7 +32,7 @@ const schema = z.object({
     .min(1)
     .refine(natsUrlsValid, 'must be nats://, tls://, ws:// or wss:// URLs (comma-separated), optionally with user:pass@ or token@')
     .optional(),
-  VEXIL_BOOTSTRAP_ADMIN_KEY: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters').optional(),
+  VEXIL_BOOTSTRAP_ADMIN_KEY: z.string().regex(KEY_RE, 'must be 64 lowercase hex characters').optional(),
   VEXIL_OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   VEXIL_RATE_LIMIT_EVAL: z.coerce.number().positive().default(10_000),
   VEXIL_RATE_LIMIT_MGMT: z.coerce.number().positive().default(100),

@@ -8,11 +8,12 @@
  * looked up, unless this node already knows the key (it is then served as usual).
  */
 import { VexilError } from '../domain/errors.js';
+import { KEY_RE } from '../domain/input-formats.js';
 import type { ManagementKey } from '../domain/types.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import type { Runtime } from '../runtime.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
-import { hashKey, KEY_PATTERN } from './key-material.js';
+import { hashKey } from './key-material.js';
 import { principalOf, type Principal } from './permissions.js';
 
 export interface Authenticated {
@@ -65,7 +66,7 @@ export function authenticate(
   source: AddressSource = null,
 ): Authenticated | Promise<Authenticated> {
   if (keyValue === undefined || keyValue === '') throw refuse(rt, source, 'Missing x-management-key header');
-  if (!KEY_PATTERN.test(keyValue)) throw refuse(rt, source, 'Invalid management key');
+  if (!KEY_RE.test(keyValue)) throw refuse(rt, source, 'Invalid management key');
   const hash = hashKey(keyValue);
   const cached = rt.keys.peek(hash);
   if (cached !== undefined && cached !== null) {

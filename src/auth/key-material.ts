@@ -1,11 +1,9 @@
 /**
- * Management Key values: 64 lowercase hex characters from a CSPRNG. Only their SHA-256 is ever
- * stored or held in memory; comparisons are constant-time.
+ * Management Key values: 64 lowercase hex characters (KEY_RE in src/domain/input-formats.ts) from a
+ * CSPRNG. Only their SHA-256 is ever stored or held in memory; comparisons are constant-time.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as nodeCrypto from 'node:crypto';
-
-export const KEY_PATTERN = /^[0-9a-f]{64}$/;
 
 export const generateKeyValue = (): string => randomBytes(32).toString('hex');
 

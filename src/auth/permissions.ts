@@ -3,6 +3,7 @@
  * a FORBIDDEN VexilError; callers decide the order.
  */
 import { VexilError } from '../domain/errors.js';
+import { inScope } from '../domain/name-matching.js';
 import type { ManagementKey, Permission } from '../domain/types.js';
 
 export interface Principal {
@@ -27,8 +28,6 @@ export function principalOf(k: ManagementKey): Principal {
   return p;
 }
 
-const sameName = (a: string, b: string) => a === b || a.toLowerCase() === b.toLowerCase();
-
 /** CanWrite includes CanRead; Admin grants key management only. */
 export function has(p: Principal, perm: Permission): boolean {
   if (p.permissions.has(perm)) return true;
@@ -40,7 +39,11 @@ export function requirePermission(p: Principal, perm: Permission): void {
 }
 
 export function inApplicationScope(p: Principal, project: string): boolean {
-  return p.application === null || sameName(p.application, project);
+  return inScope(p.application, project);
+}
+
+export function inEnvironmentScope(p: Principal, stage: string): boolean {
+  return inScope(p.environment, stage);
 }
 
 export function requireApplication(p: Principal, project: string): void {
@@ -50,7 +53,7 @@ export function requireApplication(p: Principal, project: string): void {
 }
 
 export function requireEnvironment(p: Principal, stage: string): void {
-  if (p.environment !== null && !sameName(p.environment, stage)) {
+  if (!inEnvironmentScope(p, stage)) {
     throw new VexilError('FORBIDDEN', `This key is scoped to environment '${p.environment}'`);
   }
 }

@@ -32,7 +32,7 @@ export {
   parseInput,
 } from './validation/common.js';
 export { parseDateTime } from './validation/datetime.js';
-export { parseFlagEnvironments, parseFlagName, parseName, parseNameList } from './validation/names.js';
+export { parseFlagEnvironments, parseFlagName, parseName, parseNameList } from './validation/name-inputs.js';
 export {
   createFlagSchema,
   updateFlagSchema,

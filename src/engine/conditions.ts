@@ -12,34 +12,9 @@
  *   ends_with    actual and value are strings and actual ends with value
  *   <  <=  >  >= actual and value are both finite numbers and compare so; strings never compare
  * A missing field matches no operator (not even != or not_in). An unknown operator never matches.
+ * The list of operators and the field path format are src/domain/condition-syntax.ts.
  */
-
-export const OPERATORS: readonly string[] = Object.freeze([
-  '==',
-  '!=',
-  'in',
-  'not_in',
-  'contains',
-  'starts_with',
-  'ends_with',
-  '<',
-  '<=',
-  '>',
-  '>=',
-]);
-
-const OPERATOR_SET: ReadonlySet<string> = new Set(OPERATORS);
-
-export function isOperator(op: string): boolean {
-  return OPERATOR_SET.has(op);
-}
-
-/** Dotted path of letters, digits and underscores; no hyphen, space or empty segment. */
-export const FIELD_PATH_RE = /^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/;
-
-export function isValidFieldPath(path: string): boolean {
-  return typeof path === 'string' && FIELD_PATH_RE.test(path);
-}
+import { isValidFieldPath } from '../domain/condition-syntax.js';
 
 /**
  * Strict JSON equality: same JSON type and same value; arrays element-wise in order; objects with

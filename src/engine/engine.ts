@@ -5,6 +5,7 @@
  * Hot path: one result object per call; reasons of the common outcomes are shared frozen objects
  * precomputed by compileFlag (do not mutate `evaluation.reason`; replace or drop it instead).
  */
+import { clientIdApplication, sameName } from '../domain/name-matching.js';
 import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } from '../domain/types.js';
 import { allocationBucket, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
@@ -20,16 +21,11 @@ const IN_PROGRESS: unique symbol = Symbol('in-progress');
 const NO_VARIANTS: EvaluationReason = Object.freeze({ code: 'no_variants', message: 'Flag has no variants' });
 const ARCHIVED: EvaluationReason = Object.freeze({ code: 'archived', message: 'Flag is archived' });
 
-/** a === b, ignoring case. Allocation-free when the spellings agree. */
-function eqCI(a: string, b: string): boolean {
-  return a === b || (a.length === b.length && a.toLowerCase() === b.toLowerCase());
-}
-
 function killSwitchMatches(rule: KillSwitchRule, flagName: string, project: string, stage: string): boolean {
   return (
     (rule.flag === null || rule.flag === undefined || rule.flag === flagName) &&
-    (rule.application === null || rule.application === undefined || eqCI(rule.application, project)) &&
-    (rule.environment === null || rule.environment === undefined || eqCI(rule.environment, stage))
+    (rule.application === null || rule.application === undefined || sameName(rule.application, project)) &&
+    (rule.environment === null || rule.environment === undefined || sameName(rule.environment, stage))
   );
 }
 
@@ -51,21 +47,6 @@ function describeKillSwitch(rule: KillSwitchRule): string {
   if (rule.application != null) parts.push(`application '${rule.application}'`);
   if (rule.environment != null) parts.push(`environment '${rule.environment}'`);
   return parts.length === 0 ? 'Flag is disabled by a kill switch covering every flag' : `Flag is disabled by the kill switch on ${parts.join(', ')}`;
-}
-
-/**
- * The application a namespaced clientId (`<application>:<rest>`) names, when it is one of the
- * organization's applications (case-insensitive); else null.
- */
-function clientApplication(clientId: string, applications: readonly string[]): string | null {
-  const colon = clientId.indexOf(':');
-  if (colon <= 0) return null;
-  for (let i = 0; i < applications.length; i++) {
-    const app = applications[i];
-    if (app.length !== colon) continue;
-    if (clientId.startsWith(app) || clientId.slice(0, colon).toLowerCase() === app.toLowerCase()) return app;
-  }
-  return null;
 }
 
 export function selectConfig(flag: CompiledFlag, stage: string, clientId: string | null): CompiledConfig | null {
@@ -137,14 +118,12 @@ function evaluate(
       message: `Flag is not enabled in stage '${stage}'`,
     });
   }
-  if (clientId !== null && clientId.indexOf(':') > 0) {
-    const app = clientApplication(clientId, org.applications);
-    if (app !== null && !eqCI(app, flag.project)) {
-      return terminal(config, {
-        code: 'project_or_env_mismatch',
-        message: `Client '${clientId}' belongs to application '${app}', not to the flag's application '${flag.project}'`,
-      });
-    }
+  const app = clientIdApplication(clientId, org.applications);
+  if (app !== undefined && !sameName(app, flag.project)) {
+    return terminal(config, {
+      code: 'project_or_env_mismatch',
+      message: `Client '${clientId}' belongs to application '${app}', not to the flag's application '${flag.project}'`,
+    });
   }
 
   // 6. config_missing

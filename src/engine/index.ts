@@ -1,15 +1,6 @@
 /** Flag evaluation engine: pure, no I/O. See docs/evaluation.md. */
 export { murmur3, BUCKETS, ROLLOUT_SEED, ALLOCATION_SEED, rolloutBucket, allocationBucket } from './hash.js';
-export {
-  OPERATORS,
-  isOperator,
-  FIELD_PATH_RE,
-  isValidFieldPath,
-  jsonEqual,
-  compileCondition,
-  conditionMatches,
-  type CompiledCondition,
-} from './conditions.js';
+export { jsonEqual, compileCondition, conditionMatches, type CompiledCondition } from './conditions.js';
 export {
   configKey,
   compileFlag,

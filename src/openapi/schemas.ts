@@ -4,6 +4,7 @@
  * checks real responses against them.
  */
 import { z } from 'zod';
+import { KEY_RE } from '../domain/input-formats.js';
 import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES, PERMISSIONS, REASON_CODES, VALUE_TYPES } from '../domain/types.js';
 import {
   auditQuerySchema,
@@ -63,7 +64,7 @@ const keyFields = {
   createdAt: dateTime,
 };
 export const KeyRecordSchema = z.object({ ...keyFields, rotatedAt: dateTime.nullable() });
-const keyValue = z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'The key value: shown once, never stored in plain text' });
+const keyValue = z.string().regex(KEY_RE).meta({ description: 'The key value: shown once, never stored in plain text' });
 export const CreatedKeySchema = z.object({ ...keyFields, key: keyValue });
 export const RotatedKeySchema = z.object({ id: z.string(), key: keyValue });
 

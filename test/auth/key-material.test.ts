@@ -1,7 +1,8 @@
 /** Key values (SPEC 2.1): 64 lowercase hex from a CSPRNG, stored as SHA-256, compared in constant time. */
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { digestsEqual, generateKeyValue, hashKey, KEY_PATTERN, secretMatches } from '../../src/auth/key-material.js';
+import { digestsEqual, generateKeyValue, hashKey, secretMatches } from '../../src/auth/key-material.js';
+import { KEY_RE as KEY_PATTERN } from '../../src/domain/input-formats.js';
 
 t.test('generated values are 64 lowercase hex and distinct', async (t) => {
   const values = new Set<string>();

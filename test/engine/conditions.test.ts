@@ -1,13 +1,6 @@
 import t from 'tap';
-import {
-  OPERATORS,
-  FIELD_PATH_RE,
-  isValidFieldPath,
-  isOperator,
-  jsonEqual,
-  compileCondition,
-  conditionMatches,
-} from '../../src/engine/index.js';
+import { OPERATORS, FIELD_PATH_RE, isValidFieldPath, isOperator } from '../../src/domain/condition-syntax.js';
+import { jsonEqual, compileCondition, conditionMatches } from '../../src/engine/index.js';
 
 const m = (field: string, operator: string, value: unknown, context: Record<string, unknown> | null, userId = 'u-1') =>
   conditionMatches(compileCondition(field, operator, value), userId, context);

@@ -3,7 +3,7 @@
  * into UpsertFlagConfigInput. Errors are keyed by the API's own paths (`rolloutPercentage`,
  * `rules[0].conditions[1].field`, ...) so that the API's messages land next to the same controls.
  */
-import { isValidFieldPath, OPERATORS } from '../../src/engine/conditions';
+import { isValidFieldPath, OPERATORS } from '../../src/domain/condition-syntax';
 import type { Flag, FlagConfig } from './api';
 
 export { OPERATORS };

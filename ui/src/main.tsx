@@ -10,7 +10,7 @@ import { FlagPage } from './pages/flag';
 import { KeysPage } from './pages/keys';
 import { OrganizationPage } from './pages/organization';
 import { AuditPage } from './pages/audit';
-import { KEY_RE } from '../../src/domain/name-rules';
+import { KEY_RE } from '../../src/domain/input-formats';
 
 interface OrgData {
   viewer: ManagementKey | null;

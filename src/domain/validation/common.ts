@@ -21,8 +21,8 @@ export {
   DESCRIPTION_MAX,
   USER_ID_MAX,
   ID_MAX,
-} from '../name-rules.js';
-import { FLAG_NAME_MSG, FLAG_NAME_RE, NAME_MSG, NAME_RE, TAG_MAX, TAGS_MAX, VARIANT_KEY_MAX } from '../name-rules.js';
+} from '../input-formats.js';
+import { FLAG_NAME_MSG, FLAG_NAME_RE, NAME_MSG, NAME_RE, TAG_MAX, TAGS_MAX, VARIANT_KEY_MAX } from '../input-formats.js';
 
 // ---------------------------------------------------------------------------------------------
 // Error formatting

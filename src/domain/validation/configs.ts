@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import type { Flag } from '../types.js';
-import { OPERATORS, isValidFieldPath } from '../../engine/conditions.js';
+import { OPERATORS, isOperator, isValidFieldPath } from '../condition-syntax.js';
 import {
   ID_MAX,
   describeType,
@@ -97,7 +97,6 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
   const until = input.activeUntil == null ? null : parseDateTime(input.activeUntil, 'activeUntil');
   if (from !== null && until !== null && Date.parse(from) >= Date.parse(until))
     throw badRequest(`activeFrom: must be before activeUntil (${from} is not before ${until})`);
-  const operators = OPERATORS as readonly string[];
   const ids = new Map<string, number>();
   (input.rules ?? []).forEach((rule, r) => {
     const at = `rules[${r}]`;
@@ -115,8 +114,8 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
         throw badRequest(
           `${cat}.field: invalid path ${quote(c.field)} (dot-separated names of letters, digits and underscores)`,
         );
-      if (!operators.includes(c.operator))
-        throw badRequest(`${cat}.operator: expected one of ${operators.join(', ')}, got ${quote(c.operator)}`);
+      if (!isOperator(c.operator))
+        throw badRequest(`${cat}.operator: expected one of ${OPERATORS.join(', ')}, got ${quote(c.operator)}`);
       const value = c.value === undefined ? null : c.value;
       if (!isJsonValue(value)) throw badRequest(`${cat}.value: not a JSON value`);
       if (ARRAY_OPERATORS.has(c.operator) && !Array.isArray(value))

@@ -3,9 +3,9 @@
  * in the pure engine. No I/O: everything comes from the organization's snapshot.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
-import { requireApplication, requireEvaluator, requirePermission } from '../../auth/permissions.js';
-import { forbidden, notFound } from '../../domain/errors.js';
-import { findName, sameName } from '../../domain/names.js';
+import { requireApplication, requireEnvironment, requireEvaluator, requirePermission } from '../../auth/permissions.js';
+import { notFound } from '../../domain/errors.js';
+import { findName } from '../../domain/name-matching.js';
 import type { Evaluation, EvaluationRequest } from '../../domain/types.js';
 import { evaluateFlag, type CompiledFlag } from '../../engine/index.js';
 import { performance } from 'node:perf_hooks';
@@ -62,7 +62,7 @@ export function resolveStage(auth: Authenticated, requested: string, environment
   const p = auth.principal;
   let stage = requested;
   if (environmentScope && p.environment !== null) {
-    if (!sameName(p.environment, stage)) throw forbidden(`This key is scoped to environment '${p.environment}'`);
+    requireEnvironment(p, stage);
     stage = p.environment;
   }
   const canonical = findName(auth.snapshot.org.environments, stage);

@@ -21,7 +21,7 @@ import {
   type Principal,
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
-import { clientIdApplication, findName, sameName } from '../../domain/names.js';
+import { clientIdApplication, findName, sameName } from '../../domain/name-matching.js';
 import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
@@ -79,7 +79,7 @@ export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'quer
   requirePermission(p, 'CanRead');
   const q = from === 'graphql' ? parseFlagListArgs(raw) : parseFlagListQuery(raw);
   // The key's scope and the filter both name an application: another one matches nothing.
-  if (p.application !== null && q.application !== null && !sameName(p.application, q.application)) return NO_FLAGS;
+  if (q.application !== null && !inApplicationScope(p, q.application)) return NO_FLAGS;
   const application = q.application ?? p.application;
   return flagIndexOf(auth.snapshot).query(
     { application: application === null ? null : application.toLowerCase(), type: q.type, archived: q.archived, search: q.search },

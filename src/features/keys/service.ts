@@ -9,7 +9,7 @@ import type { Authenticated } from '../../auth/authenticate.js';
 import { generateKeyValue, hashKey } from '../../auth/key-material.js';
 import { requireAdmin } from '../../auth/permissions.js';
 import { badRequest, conflict, notFound, VexilError } from '../../domain/errors.js';
-import { findName } from '../../domain/names.js';
+import { findName } from '../../domain/name-matching.js';
 import type { ManagementKey } from '../../domain/types.js';
 import { parseCreateKey, quotaError } from '../../domain/validation.js';
 import type { Runtime } from '../../runtime.js';

@@ -6,7 +6,7 @@
 import type { Authenticated } from '../../auth/authenticate.js';
 import { requirePermission, requireUnscoped } from '../../auth/permissions.js';
 import { badRequest, conflict, notFound } from '../../domain/errors.js';
-import { findName, sameName } from '../../domain/names.js';
+import { findName, sameName } from '../../domain/name-matching.js';
 import type { KillSwitchRule, Organization } from '../../domain/types.js';
 import { parseKillSwitchRules, parseName, parseNameList } from '../../domain/validation.js';
 import type { Runtime } from '../../runtime.js';

@@ -1,5 +1,6 @@
 /** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { inScope } from '../../../src/domain/name-matching';
 import { FLAG_FIELDS, gql, type Evaluation, type Flag } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
 import { BASE, navigate } from '../router';
@@ -7,8 +8,6 @@ import { useSession } from '../session';
 import { ConfigEditor } from './config';
 import { FlagNameInput } from '../flag-picker';
 import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
-
-const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const [description, setDescription] = useState(flag.description ?? '');
@@ -259,8 +258,8 @@ export function FlagPage({ name }: { name: string }) {
   if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
   if (!data.flag) return <main id="main"><h1 tabIndex={-1}>{name}</h1><p class="error" role="alert">No flag is named {name}.</p><p><a href={BASE}>Go to the flags</a></p></main>;
   const flag = data.flag;
-  const canWrite = s.can.write && (s.viewer.application === null || sameName(s.viewer.application, flag.project));
-  const canWriteStage = (st: string) => canWrite && (s.viewer.environment === null || sameName(s.viewer.environment, st));
+  const canWrite = s.can.write && inScope(s.viewer.application, flag.project);
+  const canWriteStage = (st: string) => canWrite && inScope(s.viewer.environment, st);
   const act = async (mutation: string, done: string) => {
     setActionError(null);
     setStatus(null);

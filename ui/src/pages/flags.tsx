@@ -4,7 +4,7 @@
  * loads every flag: an organization may hold 100,000.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/name-rules';
+import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
 import { flagPage, gql, isAborted, type Flag, type FlagConnection, type FlagFilter } from '../api';
 import { Field, Loading, messageOf } from '../components';
 import { flagHref, navigate, rememberedState, rememberState } from '../router';

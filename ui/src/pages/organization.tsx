@@ -1,6 +1,6 @@
 /** The organization: environments and applications (add, rename, remove) and kill-switch rules. */
 import { useState } from 'preact/hooks';
-import { NAME_MSG, NAME_RE } from '../../../src/domain/name-rules';
+import { NAME_MSG, NAME_RE } from '../../../src/domain/input-formats';
 import { ApiError, gql, type KillSwitchRule } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad } from '../components';
 import { FlagNameInput } from '../flag-picker';

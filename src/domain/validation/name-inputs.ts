@@ -1,4 +1,4 @@
-/** Single names and name lists (environments, applications, organizations, flags). */
+/** Parsing name inputs: single names and name lists (environments, applications, organizations, flags). */
 import { z } from 'zod';
 import { assertUniqueCI, flagName, name, parseInput } from './common.js';
 

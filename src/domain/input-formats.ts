@@ -1,6 +1,7 @@
 /**
- * Name and size rules shared by the server's validation and the admin web UI (ui/), which bundles
- * this module: no imports, no I/O.
+ * Input formats and size limits (flag, environment, application and organization names, Management
+ * Key values, variant keys, tags, ids), shared by the server's validation and the admin web UI
+ * (ui/), which bundles this module: no imports, no I/O.
  */
 
 /** Flag names (URL path segment, GraphQL argument). */
