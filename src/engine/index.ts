@@ -10,17 +10,15 @@ export {
   conditionMatches,
   type CompiledCondition,
 } from './conditions.js';
-export {
-  configKey,
-  compileFlag,
-  buildSnapshot,
-  type CompiledAllocation,
-  type CompiledRule,
-  type CompiledConfig,
-  type ConfigReasons,
-  type StageConfigs,
-  type CompiledFlag,
-  type OrgSnapshot,
-} from './snapshot.js';
+export { configKey, compileFlag, buildSnapshot } from './snapshot.js';
+export type {
+  CompiledAllocation,
+  CompiledRule,
+  CompiledConfig,
+  ConfigReasons,
+  StageConfigs,
+  CompiledFlag,
+  OrgSnapshot,
+} from './compiled.js';
 export { listMaxima, putFlag, raiseMaxima, type ListMaxima } from './snapshot-stats.js';
 export { evaluateFlag, selectConfig, MAX_DEPENDENCY_DEPTH } from './engine.js';
