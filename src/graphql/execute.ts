@@ -43,7 +43,7 @@ import {
 import { performance } from 'node:perf_hooks';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
-import type { OrgSnapshot } from '../engine/snapshot.js';
+import type { OrgSnapshot } from '../engine/compiled.js';
 import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';

@@ -14,11 +14,9 @@ import {
   sendReply,
   tooLargeError,
   type ExchangeContext,
-  type Incoming,
-  type BodySource,
   type ResponseWriter,
-  type StreamSink,
 } from './exchange.js';
+import type { BodySource, Incoming, StreamSink } from './handler.js';
 import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { HttpFront, FrontInfo } from './front.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
