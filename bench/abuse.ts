@@ -23,13 +23,13 @@ import {
   measure,
   startService,
   workersLabel,
-  type Background,
   type Measurement,
 } from './harness.js';
 import { ATTACKS } from './attacker.js';
 import { startChild } from './proc.js';
-import { createEvalKey, restEvalRequest, seedBooleanFlags, type HarnessOptions } from './scenarios.js';
-import type { CustomScenario } from './suites.js';
+import type { CustomScenario } from './custom-scenario.js';
+import type { Background, HarnessOptions } from './scenario-types.js';
+import { createEvalKey, restEvalRequest, seedBooleanFlags } from './scenarios.js';
 
 /**
  * The attacker: a child process (bench/attacker.ts) pinned to the load generator's CPU, so that on a

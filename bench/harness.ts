@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLoadInChild, type LoadResult, type PhaseControl } from './load.js';
 import { canPin, cpuSeconds, freePort, peakRssMiB, pinned, processTree, startChild, systemCpu, track, type Child } from './proc.js';
-import type { HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenarios.js';
+import type { Background, HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenario-types.js';
 import type { SeedResult } from './seed.js';
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -349,12 +349,6 @@ export async function waitQuiet(maxSec: number): Promise<boolean> {
     if (!logged) log(`  machine busy (${(busy * 100).toFixed(0)}% of a core): waiting for it to be idle`);
     logged = true;
   }
-}
-
-/** Work that runs in the runner during a measured load run (the mixed scenario's writer). */
-export interface Background {
-  /** Stops it and returns its figures. */
-  stop(): Promise<{ notes: string[]; extra: Record<string, unknown> }>;
 }
 
 export interface MeasureOptions {

@@ -25,8 +25,9 @@ import { LOAD_CPUS, ROOT, log, makeContext, measure, percentile, workersLabel, t
 import type { PhaseResult } from './load.js';
 import { cpuSeconds, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
 import { startLargeOrg } from './large-org.js';
-import { createEvalKey, restEvalRequest, type ScenarioContext } from './scenarios.js';
-import type { CustomScenario } from './suites.js';
+import type { CustomScenario } from './custom-scenario.js';
+import type { ScenarioContext } from './scenario-types.js';
+import { createEvalKey, restEvalRequest } from './scenarios.js';
 
 const KINDS = ['quiet', 'admin', 'after'] as const;
 type Kind = (typeof KINDS)[number];

@@ -17,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { CONFIGS_SELECTION, PAGE_QUERY, SEARCH_TERM, timed, type Timed } from './admin-loop.js';
 import { HERE, LOAD_CPUS, ROOT, log, percentile, runNodeJson, seededCopy, startService, type Measurement, type ServiceTarget } from './harness.js';
 import { statusMiB } from './proc.js';
-import type { CustomScenario, RunContext } from './suites.js';
+import type { CustomScenario, RunContext } from './custom-scenario.js';
 
 /** Flags of the organization of issue 15's scenarios. */
 export const orgFlags = (): number => Number(process.env.VEXIL_BENCH_ORG_FLAGS ?? '100000');

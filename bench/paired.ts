@@ -24,8 +24,9 @@ import {
   type Measurement,
   type ServiceTarget,
 } from './harness.js';
-import { NotAvailable, SCENARIOS, scenarioEnv, type LoadRequest, type Scenario } from './scenarios.js';
-import type { CustomScenario, RunContext } from './suites.js';
+import type { CustomScenario, RunContext } from './custom-scenario.js';
+import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario } from './scenario-types.js';
+import { SCENARIOS } from './scenarios.js';
 
 interface Comparison {
   name: string;

@@ -9,7 +9,8 @@
  * 2. Load scenarios (scenarios.ts): a fresh service (copy of a bootstrapped PGlite template, rate
  *    limits lifted), seeded through the REST API, one request checked, warmed up, measured; the
  *    REST ones once more at a fixed rate of --paced-fraction × their measured req/s.
- * 3. Custom scenarios (suites.ts): flag-count scaling, snapshot build, propagation across nodes.
+ * 3. Custom scenarios (custom-scenario.ts; registry.ts lists them): flag-count scaling, snapshot
+ *    build, propagation across nodes (suites.ts), and the ones with files of their own.
  * Server processes are pinned to CPU 0 and the load generator (a child `node dist/bench/load.js
  * --json`) to CPU 1 when taskset is available. Prints one markdown table and the targets, and
  * writes bench/results/<timestamp>.{json,md}.
@@ -37,23 +38,9 @@ import {
 } from './harness.js';
 import { canPin, killAllChildren, machineInfo } from './proc.js';
 import { loadNativeUws } from '../src/http/uws.js';
-import {
-  EVAL_BODY,
-  EVAL_PATH,
-  NotAvailable,
-  SCENARIOS,
-  expectVariantOn,
-  scenarioEnv,
-  type HarnessOptions,
-  type LoadRequest,
-  type Scenario,
-  type Target,
-} from './scenarios.js';
-import { CUSTOM_SCENARIOS, type CustomScenario } from './suites.js';
-
-type AnyScenario = Scenario | CustomScenario;
-const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
-const ALL: AnyScenario[] = [...SCENARIOS, ...CUSTOM_SCENARIOS];
+import { ALL_SCENARIOS, isCustom, type AnyScenario } from './registry.js';
+import { NotAvailable, scenarioEnv, type HarnessOptions, type LoadRequest, type Scenario, type Target } from './scenario-types.js';
+import { EVAL_BODY, EVAL_PATH, expectVariantOn } from './scenarios.js';
 /** What `npm run bench` runs without --scenario: everything but the legacy `rest-eval` (rest-front/rest-pool cover it). */
 const DEFAULT_SCENARIOS = ['rest-front', 'rest-pool', 'graphql-eval', 'graphql-batch', 'graphql-batch-front', 'mixed', 'ofrep-eval', 'ofrep-bulk', 'ofrep-304', 'flags-scaling', 'snapshot', 'propagation'];
 
@@ -73,7 +60,7 @@ function usage(): string {
     '  --connections N        concurrent keep-alive connections (50)',
     '  --flags N              boolean flags seeded for the load scenarios (10)',
     '  --scenario LIST        comma-separated names, "default" or "all" (default); a bare name works too (npm run bench -- abuse); known:',
-    `                         ${ALL.map((s) => s.name).join(', ')}`,
+    `                         ${ALL_SCENARIOS.map((s) => s.name).join(', ')}`,
     '  --skip LIST            scenarios to leave out of the selection',
     '  --pipelining N         requests in flight per connection (1)',
     '  --engine lean|autocannon  load generator (lean)',
@@ -109,11 +96,11 @@ function usage(): string {
 }
 
 function select(names: string): AnyScenario[] {
-  if (names === 'all') return [...ALL];
+  if (names === 'all') return [...ALL_SCENARIOS];
   const list = names === 'default' ? DEFAULT_SCENARIOS : names.split(',').filter(Boolean);
   return list.flatMap((n) => (n === 'default' ? DEFAULT_SCENARIOS : [n])).map((name) => {
-    const s = ALL.find((x) => x.name === name);
-    if (s === undefined) throw new Error(`unknown scenario ${name}; known: ${ALL.map((x) => x.name).join(', ')}`);
+    const s = ALL_SCENARIOS.find((x) => x.name === name);
+    if (s === undefined) throw new Error(`unknown scenario ${name}; known: ${ALL_SCENARIOS.map((x) => x.name).join(', ')}`);
     return s;
   });
 }
@@ -207,7 +194,7 @@ function parseArgs(argv: string[]): RunOptions {
         else throw new Error(`unknown argument ${a}\n${usage()}`);
     }
   }
-  for (const n of skip) if (!ALL.some((s) => s.name === n)) throw new Error(`--skip: unknown scenario ${n}`);
+  for (const n of skip) if (!ALL_SCENARIOS.some((s) => s.name === n)) throw new Error(`--skip: unknown scenario ${n}`);
   o.scenarios = o.scenarios.filter((s) => !skip.includes(s.name));
   if (o.engine === 'autocannon' && o.pacedFraction > 0) {
     log('the paced (fixed-rate) runs need the lean engine: --paced-fraction set to 0');

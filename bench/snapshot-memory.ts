@@ -25,7 +25,7 @@ import { syntheticFlag, syntheticOrg } from './snapshot-build.js';
 import { HERE, freshDataDir, log, makeContext, runNodeJson, startService, tempDirs, type Measurement } from './harness.js';
 import { EVAL_BODY, createEvalKey } from './scenarios.js';
 import type { SeedResult } from './seed.js';
-import type { CustomScenario } from './suites.js';
+import type { CustomScenario } from './custom-scenario.js';
 
 const MiB = 1024 * 1024;
 

@@ -1,7 +1,8 @@
 /**
- * Scenarios that are more than one load run against one service: flag-count scaling (several
- * directly seeded services), snapshot build (a child process with --expose-gc) and propagation
- * across nodes (PostgreSQL + NATS). Each returns its own rows for the runner's table.
+ * Three custom scenarios (custom-scenario.ts), more than one load run against one service:
+ * flag-count scaling (several directly seeded services), snapshot build (a child process with
+ * --expose-gc) and propagation across nodes (PostgreSQL + NATS). Each returns its own rows for the
+ * runner's table. The other custom scenarios have files of their own; registry.ts lists them all.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -25,31 +26,10 @@ import {
   type ServiceTarget,
 } from './harness.js';
 import { peakRssMiB } from './proc.js';
-import { EVAL_BODY, benchConfig, createEvalKey, restEvalRequest, type HarnessOptions } from './scenarios.js';
-import { abuse } from './abuse.js';
-import { paired } from './paired.js';
-import { isolation } from './isolation.js';
-import { largeOrg } from './large-org.js';
-import { snapshotMemory } from './snapshot-memory.js';
+import type { CustomScenario } from './custom-scenario.js';
+import type { HarnessOptions } from './scenario-types.js';
+import { EVAL_BODY, benchConfig, createEvalKey, restEvalRequest } from './scenarios.js';
 import type { SnapshotBuildResult } from './snapshot-build.js';
-
-/** What a custom scenario gets from the runner. */
-export interface RunContext {
-  opts: HarnessOptions;
-  adminKey: string;
-  /** The bare baseline row, when it was measured. */
-  base: Measurement | undefined;
-  /** Rows measured so far in this run. */
-  rows: Measurement[];
-  /** Figures one scenario leaves for another (flags-scaling → snapshot: the start-up of the big service). */
-  shared: Map<string, unknown>;
-}
-
-export interface CustomScenario {
-  name: string;
-  description: string;
-  run(rc: RunContext): Promise<Measurement[]>;
-}
 
 interface StartupFigures {
   flags: number;
@@ -380,5 +360,3 @@ export const propagation: CustomScenario = {
     return [row];
   },
 };
-
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg];

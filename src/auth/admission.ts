@@ -4,7 +4,7 @@
  * where the key cache and the rate-limit buckets live), and the management actor reads who was
  * admitted (`admittedKey`) from the forwarded request.
  */
-import type { Incoming } from '../http/exchange.js';
+import type { Incoming } from '../http/handler.js';
 import type { Admitted } from '../http/router.js';
 import { VexilError } from '../domain/errors.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';

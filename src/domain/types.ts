@@ -100,6 +100,9 @@ export interface ManagementKey {
   rotatedAt: string | null;
 }
 
+/** What clients see of a key (the keys API, its audit events): never its value or hash. */
+export type KeyView = Omit<ManagementKey, 'orgId'>;
+
 export const REASON_CODES = [
   'rule_matched',
   'default',

@@ -9,7 +9,7 @@ import { clientIdApplication, sameName } from '../domain/name-matching.js';
 import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } from '../domain/types.js';
 import { allocationBucket, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
-import type { CompiledConfig, CompiledFlag, OrgSnapshot } from './snapshot.js';
+import type { CompiledConfig, CompiledFlag, OrgSnapshot } from './compiled.js';
 
 /** Dependency chains deeper than this are treated as a disabled dependency (cycle guard). */
 export const MAX_DEPENDENCY_DEPTH = 32;

@@ -1,5 +1,6 @@
 /** Flag evaluation engine: pure, no I/O. See docs/evaluation.md. */
 export { murmur3, BUCKETS, ROLLOUT_SEED, ALLOCATION_SEED, rolloutBucket, allocationBucket } from './hash.js';
+<<<<<<< HEAD
 export { jsonEqual, compileCondition, conditionMatches, type CompiledCondition } from './conditions.js';
 export {
   configKey,
@@ -13,5 +14,27 @@ export {
   type CompiledFlag,
   type OrgSnapshot,
 } from './snapshot.js';
+=======
+export {
+  OPERATORS,
+  isOperator,
+  FIELD_PATH_RE,
+  isValidFieldPath,
+  jsonEqual,
+  compileCondition,
+  conditionMatches,
+  type CompiledCondition,
+} from './conditions.js';
+export { configKey, compileFlag, buildSnapshot } from './snapshot.js';
+export type {
+  CompiledAllocation,
+  CompiledRule,
+  CompiledConfig,
+  ConfigReasons,
+  StageConfigs,
+  CompiledFlag,
+  OrgSnapshot,
+} from './compiled.js';
+>>>>>>> cycles
 export { listMaxima, putFlag, raiseMaxima, type ListMaxima } from './snapshot-stats.js';
 export { evaluateFlag, selectConfig, MAX_DEPENDENCY_DEPTH } from './engine.js';

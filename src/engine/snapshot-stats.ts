@@ -10,7 +10,7 @@
  * maximum where it was: it stays an upper bound, which is all the estimate needs, until the next
  * full reload builds a new snapshot object (and its maxima afresh).
  */
-import type { CompiledFlag, OrgSnapshot } from './snapshot.js';
+import type { CompiledFlag, OrgSnapshot } from './compiled.js';
 
 export interface ListMaxima {
   variants: number;

@@ -11,7 +11,7 @@
  * The outcome of those stages is cached per (document text, operationName) in an LRU, failures
  * included, so a repeated document does no parse, validation or compilation. Then:
  *
- *   context limits on variables (context-limits.ts) → result estimate against the caller's
+ *   context limits on variables (context-argument-limits.ts) → result estimate against the caller's
  *   snapshot (`VEXIL_GRAPHQL_MAX_RESULT`) → charge the extra evaluations and the mutations to the
  *   rate limit → execute the compiled query → serialise, bounded by `VEXIL_MAX_ANSWER_BYTES`
  *
@@ -43,13 +43,13 @@ import {
 import { performance } from 'node:perf_hooks';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
-import type { OrgSnapshot } from '../engine/snapshot.js';
+import type { OrgSnapshot } from '../engine/compiled.js';
 import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';
 import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
-import { contextViolation, hasVariable, variableDefaults } from './context-limits.js';
+import { contextViolation, hasVariable, variableDefaults } from './context-argument-limits.js';
 import { hasJitMarker } from './jit-marker.js';
 import { DEFAULT_MAX_MUTATIONS, EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
 import { planFor, runPlan, type EvaluationPlan } from './plan.js';

@@ -63,7 +63,7 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
-import type { OrgSnapshot } from '../engine/snapshot.js';
+import type { OrgSnapshot } from '../engine/compiled.js';
 import { listMaxima, type ListMaxima } from '../engine/snapshot-stats.js';
 
 /** What the estimate reads from a snapshot (`resultStats`). */

@@ -9,7 +9,8 @@
  * 403 to its preflight.
  */
 import { VexilError } from '../domain/errors.js';
-import { errorReply, type Reply } from './exchange.js';
+import { errorReply } from './problem.js';
+import type { Reply } from './handler.js';
 
 /** The request headers an OFREP client sends: the key's three places, the body's type, the poll's ETag. */
 const ALLOW_HEADERS = 'authorization, content-type, if-none-match, x-api-key, x-management-key, x-request-id';

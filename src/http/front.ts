@@ -1,5 +1,5 @@
 /**
- * The HTTP front: native uWebSockets.js where a binary loads on this Node.js and libc, else the
+ * Picks the HTTP front: native uWebSockets.js where a binary loads on this Node.js and libc, else the
  * `node:http` fallback (with a warning naming the cause and the fix), unless the operator asked
  * to refuse that (`VEXIL_REQUIRE_NATIVE_HTTP=1`). Both serve the same routes through the same
  * exchange logic (exchange.ts); the rest of the code never knows which one runs.
@@ -7,30 +7,11 @@
 import type { Logger } from '../util/log.js';
 import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './client-timeouts.js';
 import type { ExchangeContext } from './exchange.js';
+import type { HttpFront } from './front-interface.js';
 import { createNodeFront } from './node-front.js';
 import type { Route } from './router.js';
 import { createUwsFront } from './uws-front.js';
 import { loadNativeUws, type UwsCandidate, UWS_CANDIDATES } from './uws.js';
-
-export interface FrontInfo {
-  /** `uws`: native uWebSockets.js; `node`: the node:http fallback. */
-  kind: 'uws' | 'node';
-  /** The npm package whose binary is in use (uws only). */
-  package: string | null;
-  version: string | null;
-  /** Why the native front is not in use (node only). */
-  fallbackReason: string | null;
-}
-
-export interface HttpFront {
-  readonly info: FrontInfo;
-  /** Resolves with the port listened on. */
-  listen(host: string, port: number): Promise<number>;
-  /** Stops accepting new connections; open ones keep being served. */
-  stopAccepting(): void;
-  /** Closes every remaining connection. */
-  closeConnections(): void;
-}
 
 export class NativeHttpRequiredError extends Error {
   override name = 'NativeHttpRequiredError';

@@ -16,13 +16,11 @@ import {
   sendReply,
   tooLargeError,
   type ExchangeContext,
-  type Incoming,
   type ResponseWriter,
-  type StreamSink,
-  type BodySource,
 } from './exchange.js';
+import type { BodySource, Incoming, StreamSink } from './handler.js';
 import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
-import type { FrontInfo, HttpFront } from './front.js';
+import type { FrontInfo, HttpFront } from './front-interface.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, RouteTable, type Route } from './router.js';
 import { STATUS_TEXT } from './status.js';
 

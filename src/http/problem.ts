@@ -1,5 +1,6 @@
-/** RFC 9457 problem details for every REST error (CONTRACT.md 5). */
+/** RFC 9457 problem details for every REST error (CONTRACT.md 5), and the reply that carries them. */
 import { VexilError, type ErrorCode } from '../domain/errors.js';
+import type { Reply } from './handler.js';
 import { STATUS_TEXT } from './status.js';
 
 export interface Problem {
@@ -28,4 +29,12 @@ export function toProblem(err: VexilError): Problem {
 export function asVexilError(err: unknown): VexilError {
   if (err instanceof VexilError) return err;
   return new VexilError('INTERNAL', 'Unexpected server error', { cause: err });
+}
+
+/** The problem+json reply of `err` (its status, and `Retry-After` when the error names one). */
+export function errorReply(err: VexilError, extraHeaders?: Record<string, string>): Reply {
+  const problem = toProblem(err);
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders };
+  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  return { status: problem.status, body: problem, headers, small: true };
 }

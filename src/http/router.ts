@@ -7,7 +7,8 @@
 import { VexilError } from '../domain/errors.js';
 import type { CorsPolicy } from './cors.js';
 import type { Admission } from '../management/mailbox.js';
-import { errorReply, type Handler, type Incoming, type Reply } from './exchange.js';
+import { errorReply } from './problem.js';
+import type { Handler, Incoming, Reply } from './handler.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
 

@@ -14,13 +14,11 @@ import {
   sendReply,
   tooLargeError,
   type ExchangeContext,
-  type Incoming,
-  type BodySource,
   type ResponseWriter,
-  type StreamSink,
 } from './exchange.js';
+import type { BodySource, Incoming, StreamSink } from './handler.js';
 import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
-import type { HttpFront, FrontInfo } from './front.js';
+import type { FrontInfo, HttpFront } from './front-interface.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
 import { STATUS_LINE } from './status.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, UwsModule, us_listen_socket } from './uws.js';

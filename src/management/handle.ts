@@ -12,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
-import type { BodySource, Incoming, Reply } from '../http/exchange.js';
+import type { BodySource, Incoming, Reply } from '../http/handler.js';
 import type { Route } from '../http/router.js';
 import type { Change } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import type { Route } from '../../src/http/router.js';
-import type { StreamSink } from '../../src/http/exchange.js';
+import type { StreamSink } from '../../src/http/handler.js';
 import { loadNativeUws } from '../../src/http/uws.js';
 import { expectProblem, startTestNode, type TestNode } from '../helpers/node.js';
 import { openSocket, rawRequest } from '../helpers/raw-http.js';

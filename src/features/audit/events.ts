@@ -2,8 +2,7 @@
  * The audit events each kind of write records (CONTRACT.md 11): target, application and
  * before/after, built in one place so that every service describes its changes alike.
  */
-import type { AuditAction, AuditChange, Flag, FlagConfig } from '../../domain/types.js';
-import type { KeyView } from '../keys/service.js';
+import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView } from '../../domain/types.js';
 
 type FlagAction = Extract<AuditAction, `flag.${string}`>;
 type ConfigAction = Extract<AuditAction, `config.${string}`>;

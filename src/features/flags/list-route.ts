@@ -8,7 +8,7 @@
  */
 import type { Authenticated } from '../../auth/authenticate.js';
 import { requirePermission } from '../../auth/permissions.js';
-import type { Incoming, Reply } from '../../http/exchange.js';
+import type { Incoming, Reply } from '../../http/handler.js';
 import { queryObject } from '../../http/query.js';
 import type { Runtime } from '../../runtime.js';
 import { AnswerTooLargeError, boundedJson } from '../../util/bounded-json.js';

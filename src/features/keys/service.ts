@@ -10,16 +10,13 @@ import { generateKeyValue, hashKey } from '../../auth/key-material.js';
 import { requireAdmin } from '../../auth/permissions.js';
 import { badRequest, conflict, notFound, VexilError } from '../../domain/errors.js';
 import { findName } from '../../domain/name-matching.js';
-import type { ManagementKey } from '../../domain/types.js';
+import type { KeyView, ManagementKey } from '../../domain/types.js';
 import { parseCreateKey, quotaError } from '../../domain/validation.js';
 import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { keyChange } from '../audit/events.js';
 import { actorOf, writeOrgKeys, type Audited } from '../write.js';
 import * as store from './store.js';
-
-/** What clients see of a key: never its value or hash. */
-export type KeyView = Omit<ManagementKey, 'orgId'>;
 
 export const keyView = ({ orgId: _org, ...rest }: ManagementKey): KeyView => rest;
 

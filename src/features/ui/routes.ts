@@ -3,7 +3,7 @@
  * `GET /ui/*` serves the built files from memory (loaded once, here, at start).
  */
 import './openapi.js';
-import type { Reply } from '../../http/exchange.js';
+import type { Reply } from '../../http/handler.js';
 import type { Route } from '../../http/router.js';
 import { loadUiAssets, type Asset } from './assets.js';
 import { serveUi } from './serve.js';

@@ -1,0 +1,21 @@
+/**
+ * Every scenario the runner can run by name, in the order `--help` lists them: the load scenarios
+ * (scenarios.ts) and then the custom ones (suites.ts and the files of their own).
+ */
+import { abuse } from './abuse.js';
+import type { CustomScenario } from './custom-scenario.js';
+import { isolation } from './isolation.js';
+import { largeOrg } from './large-org.js';
+import { paired } from './paired.js';
+import type { Scenario } from './scenario-types.js';
+import { SCENARIOS } from './scenarios.js';
+import { snapshotMemory } from './snapshot-memory.js';
+import { flagsScaling, propagation, snapshotBuild } from './suites.js';
+
+export type AnyScenario = Scenario | CustomScenario;
+
+export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
+
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg];
+
+export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...CUSTOM_SCENARIOS];

@@ -1,0 +1,80 @@
+/**
+ * The compiled shapes the engine reads: an organization's snapshot, its flags, their configurations,
+ * rules and allocations, with the reasons precomputed for the hot path. Types only; snapshot.ts
+ * builds them, snapshot-stats.ts keeps their list maxima, engine.ts evaluates them.
+ */
+import type { EvaluationReason, Flag, FlagConfig, Organization, Variant } from '../domain/types.js';
+import type { CompiledCondition } from './conditions.js';
+
+/** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
+export interface CompiledAllocation {
+  variantKey: string;
+  /** Exclusive upper bound in buckets; thresholds are increasing and the last one is 10000. */
+  upTo: number;
+  /** Key answered (null when variantKey names no variant of the flag). */
+  key: string | null;
+  /** Value answered (null when variantKey names no variant of the flag). */
+  value: unknown;
+}
+
+export interface CompiledRule {
+  id: string;
+  priority: number;
+  conditions: CompiledCondition[];
+  /** Cumulative allocation thresholds in buckets. Empty: the rule serves the default variant. */
+  allocations: CompiledAllocation[];
+  /** Shared, frozen `rule_matched` reason ("Matched rule r1 at priority 2"). */
+  reason: EvaluationReason;
+}
+
+/** Shared, frozen reasons of the hot-path outcomes of one configuration. */
+export interface ConfigReasons {
+  configDisabled: EvaluationReason;
+  notYetActive: EvaluationReason;
+  expired: EvaluationReason;
+  rolloutExcluded: EvaluationReason;
+  enrollmentClosed: EvaluationReason;
+  default: EvaluationReason;
+}
+
+export interface CompiledConfig {
+  config: FlagConfig;
+  /** Sorted by priority ascending; equal priorities keep their stored order. */
+  rules: CompiledRule[];
+  /** Math.round(rolloutPercentage * 100), clamped to 0..10000: buckets below it are in the rollout. */
+  rolloutUpTo: number;
+  /** Math.round(enrollmentCutoff * 100) clamped to 0..10000, or null when enrollment is open. */
+  cutoffUpTo: number | null;
+  activeFromMs: number | null;
+  activeUntilMs: number | null;
+  /** The terminal variant: defaultVariantKey when it names a variant, else null/null. */
+  defaultKey: string | null;
+  defaultValue: unknown;
+  reasons: ConfigReasons;
+}
+
+/** The configurations of one stage, keyed for allocation-free lookup. */
+export interface StageConfigs {
+  base: CompiledConfig | null;
+  byClient: Map<string, CompiledConfig> | null;
+}
+
+export interface CompiledFlag {
+  flag: Flag;
+  variants: Map<string, Variant>;
+  /** By configKey(stage, clientId). */
+  configs: Map<string, CompiledConfig>;
+  /** By exact stage spelling and by lower-cased stage: the engine's lookup path. */
+  stages: Map<string, StageConfigs>;
+  /** flag.environments, exact spellings and lower-cased. */
+  environments: Set<string>;
+}
+
+export interface OrgSnapshot {
+  org: Organization;
+  /**
+   * By flag name. A flag added or replaced in place goes through `putFlag` (snapshot-stats.ts),
+   * which keeps the snapshot's list maxima an upper bound.
+   */
+  flags: Map<string, CompiledFlag>;
+}
