@@ -1,30 +1,6 @@
 /** Flag evaluation engine: pure, no I/O. See docs/evaluation.md. */
 export { murmur3, BUCKETS, ROLLOUT_SEED, ALLOCATION_SEED, rolloutBucket, allocationBucket } from './hash.js';
-<<<<<<< HEAD
 export { jsonEqual, compileCondition, conditionMatches, type CompiledCondition } from './conditions.js';
-export {
-  configKey,
-  compileFlag,
-  buildSnapshot,
-  type CompiledAllocation,
-  type CompiledRule,
-  type CompiledConfig,
-  type ConfigReasons,
-  type StageConfigs,
-  type CompiledFlag,
-  type OrgSnapshot,
-} from './snapshot.js';
-=======
-export {
-  OPERATORS,
-  isOperator,
-  FIELD_PATH_RE,
-  isValidFieldPath,
-  jsonEqual,
-  compileCondition,
-  conditionMatches,
-  type CompiledCondition,
-} from './conditions.js';
 export { configKey, compileFlag, buildSnapshot } from './snapshot.js';
 export type {
   CompiledAllocation,
@@ -35,6 +11,5 @@ export type {
   CompiledFlag,
   OrgSnapshot,
 } from './compiled.js';
->>>>>>> cycles
 export { listMaxima, putFlag, raiseMaxima, type ListMaxima } from './snapshot-stats.js';
 export { evaluateFlag, selectConfig, MAX_DEPENDENCY_DEPTH } from './engine.js';
