@@ -1,5 +1,5 @@
 /** RFC 9457 problem details for every REST error (CONTRACT.md 5). */
-import { VexilError, type ErrorCode } from '../domain/errors.js';
+import { httpCode, VexilError, type ErrorCode } from '../domain/errors.js';
 import { STATUS_TEXT } from './status.js';
 
 export interface Problem {
@@ -12,9 +12,10 @@ export interface Problem {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/** `err` as problem details: its status and HTTP code from the one table (domain/errors.ts). */
 export function toProblem(err: VexilError): Problem {
-  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
-  const code: ErrorCode = err.code === 'AUTH_NOT_AUTHORIZED' ? 'FORBIDDEN' : err.code;
+  const status = err.status;
+  const code = httpCode(err.code);
   return {
     type: `urn:vexil:problem:${code.toLowerCase().replace(/_/g, '-')}`,
     title: STATUS_TEXT[status] ?? 'Error',

@@ -73,12 +73,11 @@ function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimit
   return parseOfrepRequest(body, flagKey, limits);
 }
 
-/** Transport and service errors in OFREP's shape; 429 keeps Retry-After. */
+/** Transport and service errors in OFREP's shape, with their status (domain/errors.ts); 429 keeps Retry-After. */
 export function ofrepError(err: VexilError): Reply {
-  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
-  return { status, body: ofrepErrorBody(err), headers };
+  return { status: err.status, body: ofrepErrorBody(err), headers };
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
