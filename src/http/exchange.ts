@@ -14,7 +14,7 @@ import { JsonDepthScanner } from '../domain/validation/json-depth.js';
 import type { Admission } from '../management/mailbox.js';
 import { AnswerTooLargeError, boundedJson } from '../util/bounded-json.js';
 import type { Logger } from '../util/log.js';
-import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem } from './problem.js';
+import { asVexilError, PROBLEM_CONTENT_TYPE, toProblem, withRetryAfter } from './problem.js';
 import type { Route } from './router.js';
 
 export const MAX_BODY_BYTES = 1 << 20;
@@ -230,8 +230,7 @@ export class ExchangeContext {
 
 export function errorReply(err: VexilError, extraHeaders?: Record<string, string>): Reply {
   const problem = toProblem(err);
-  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders };
-  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  const headers = withRetryAfter(err, { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders });
   return { status: problem.status, body: problem, headers, small: true };
 }
 

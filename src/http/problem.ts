@@ -25,6 +25,15 @@ export function toProblem(err: VexilError): Problem {
   };
 }
 
+/**
+ * Adds the `Retry-After` header of an error that names a wait (`VexilError.retryAfter`, seconds)
+ * to `headers`, and returns them: the one place that header is built, for every error shape.
+ */
+export function withRetryAfter(err: VexilError, headers: Record<string, string>): Record<string, string> {
+  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  return headers;
+}
+
 /** Anything that is not a VexilError is an unexpected failure: 500 without internals. */
 export function asVexilError(err: unknown): VexilError {
   if (err instanceof VexilError) return err;

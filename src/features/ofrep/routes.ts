@@ -14,6 +14,7 @@ import { VexilError } from '../../domain/errors.js';
 import { BodyTooDeepError, jsonObjectBody, type Incoming, type Reply } from '../../http/exchange.js';
 import { queryParam } from '../../http/query.js';
 import { CorsPolicy } from '../../http/cors.js';
+import { withRetryAfter } from '../../http/problem.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
 import { OfrepStreams } from './streams.js';
@@ -75,9 +76,7 @@ function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimit
 
 /** Transport and service errors in OFREP's shape, with their status (domain/errors.ts); 429 keeps Retry-After. */
 export function ofrepError(err: VexilError): Reply {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
-  return { status: err.status, body: ofrepErrorBody(err), headers };
+  return { status: err.status, body: ofrepErrorBody(err), headers: withRetryAfter(err, { 'content-type': 'application/json' }) };
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
