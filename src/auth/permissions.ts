@@ -85,10 +85,22 @@ export function requireAdmin(p: Principal): void {
   requireUnscoped(p, 'Key management');
 }
 
-/** SPEC 4.1 rule 4: evaluation needs CanEvaluate and an application scope. */
+/**
+ * An organization-wide key asking to evaluate (SPEC 4.1 rule 4): FORBIDDEN, 403 on every HTTP
+ * answer. GraphQL names this case AUTH_NOT_AUTHORIZED (SPEC 7.2): its adapter maps this type
+ * (graphql/evaluation-resolvers.ts), the layers below it do not know the transport.
+ */
+export class OrgWideEvaluatorError extends VexilError {
+  constructor(code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN') {
+    super(code, 'An organization-wide key cannot evaluate flags; use a key with an application scope');
+  }
+}
+
+/**
+ * SPEC 4.1 rule 4: evaluation needs CanEvaluate and an application scope (else
+ * `OrgWideEvaluatorError`, with `code`: FORBIDDEN unless a caller names it otherwise).
+ */
 export function requireEvaluator(p: Principal, code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN'): void {
   requirePermission(p, 'CanEvaluate');
-  if (p.application === null) {
-    throw new VexilError(code, 'An organization-wide key cannot evaluate flags; use a key with an application scope');
-  }
+  if (p.application === null) throw new OrgWideEvaluatorError(code);
 }

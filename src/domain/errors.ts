@@ -1,8 +1,11 @@
 /**
  * Typed errors. Every failure a client can see is a VexilError with a stable `code`; REST turns it
- * into application/problem+json, GraphQL into an `errors[]` entry with the same code.
+ * into application/problem+json, OFREP into its own shapes, GraphQL into an `errors[]` entry with
+ * the same code. How every transport shows a code (its HTTP status, and what GraphQL-only codes
+ * become) is decided here, in `ERROR_STATUS` and `GRAPHQL_ONLY`, and nowhere else.
  */
 
+/** The HTTP status of each code, for every transport (REST, OFREP, GraphQL `extensions.status`). */
 export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   UNAUTHENTICATED: 401,
@@ -18,11 +21,26 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
-  /** GraphQL only: the key is valid but can never use that field (SPEC 7.2); REST maps it to 403. */
+  /** GraphQL only: the key is valid but can never use that field (SPEC 7.2); see GRAPHQL_ONLY. */
   AUTH_NOT_AUTHORIZED: 403,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/**
+ * Codes only GraphQL shows (SPEC 7.2): GraphQL gives them without `extensions.status`, and HTTP
+ * answers (REST problem+json, OFREP) name them `http`, with ERROR_STATUS's status.
+ */
+const GRAPHQL_ONLY: { readonly [C in ErrorCode]?: { readonly http: ErrorCode } } = {
+  AUTH_NOT_AUTHORIZED: { http: 'FORBIDDEN' },
+};
+
+/** The code an HTTP answer (REST problem+json, OFREP) names for `code`. */
+export const httpCode = (code: ErrorCode): ErrorCode => GRAPHQL_ONLY[code]?.http ?? code;
+
+/** A GraphQL error's `extensions` for `err`: its code, and its status unless the code is GraphQL-only. */
+export const graphqlExtensions = (err: VexilError): { code: ErrorCode; status?: number } =>
+  GRAPHQL_ONLY[err.code] !== undefined ? { code: err.code } : { code: err.code, status: err.status };
 
 export class VexilError extends Error {
   readonly code: ErrorCode;

@@ -58,6 +58,7 @@ export { createKeySchema, parseCreateKey, type CreateKeyInput } from './validati
 export {
   checkContextLimits,
   contextLimitError,
+  contextTooDeepError,
   DEFAULT_CONTEXT_LIMITS,
   measureContext,
   type ContextLimits,

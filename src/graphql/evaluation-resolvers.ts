@@ -5,6 +5,7 @@
  */
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Authenticated } from '../auth/authenticate.js';
+import { OrgWideEvaluatorError } from '../auth/permissions.js';
 import type { Evaluation } from '../domain/types.js';
 import { parseEvaluationBody } from '../domain/validation.js';
 import { evaluateForKey, type EvaluationInput } from '../features/evaluation/service.js';
@@ -92,10 +93,16 @@ export const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: G
 /**
  * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot.
  * Not counted: the caller counts it with `countEvaluation` (the resolver at once, the plan once
- * every field of the document has answered).
+ * every field of the document has answered). An organization-wide key is refused as GraphQL names
+ * it, AUTH_NOT_AUTHORIZED (SPEC 7.2), mapped here from the auth layer's `OrgWideEvaluatorError`.
  */
-export const evaluateField = (ctx: GraphQLContext, key: string, input: EvaluationInput): Evaluation =>
-  evaluateForKey(authFor(ctx), key, input, ctx.env.now(), 'AUTH_NOT_AUTHORIZED');
+export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationInput): Evaluation {
+  try {
+    return evaluateForKey(authFor(ctx), key, input, ctx.env.now());
+  } catch (err) {
+    throw err instanceof OrgWideEvaluatorError ? new OrgWideEvaluatorError('AUTH_NOT_AUTHORIZED') : err;
+  }
+}
 
 /** Evaluation traffic (metrics), on the front thread or in a worker: the counters are shared. */
 export const countEvaluation = (ctx: GraphQLContext, ev: Evaluation): void => ctx.env.evalCounts.count(ev.reason.code);

@@ -22,7 +22,7 @@
  * and held to its fixed estimate when it is prepared, as before.
  *
  * Every error leaves here as `{message, locations?, path, extensions: {code, status}}` (SPEC 7.2):
- * a resolver's VexilError gives its code and status (AUTH_NOT_AUTHORIZED has no status), syntax,
+ * a resolver's VexilError gives its code and status (none for AUTH_NOT_AUTHORIZED: domain/errors.ts), syntax,
  * validation, limit and variable errors are BAD_REQUEST 400 with `path: []` and no `data`, and
  * anything unexpected is INTERNAL 500 without internals (logged).
  */
@@ -45,7 +45,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
 import type { OrgSnapshot } from '../engine/compiled.js';
 import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
-import { VexilError } from '../domain/errors.js';
+import { graphqlExtensions, VexilError } from '../domain/errors.js';
 import type { Runtime } from '../runtime.js';
 import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
@@ -520,8 +520,7 @@ export class GraphQLExecutor {
       if (orig.code === 'INTERNAL') this.log.error('unexpected error', { err: (orig.cause ?? orig) as Error });
       let message = orig.code === 'INTERNAL' ? 'Unexpected server error' : err.message;
       if (request && orig.message !== message) message = `${message} ${orig.message}`;
-      const extensions = orig.code === 'AUTH_NOT_AUTHORIZED' ? { code: orig.code } : { code: orig.code, status: orig.status };
-      return { message, ...locations, path, extensions };
+      return { message, ...locations, path, extensions: graphqlExtensions(orig) };
     }
     if (request) return { message: err.message, ...locations, path, extensions: { code: 'BAD_REQUEST', status: 400 } };
     if (orig === undefined || orig === null || orig instanceof GraphQLError) {

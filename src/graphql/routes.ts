@@ -6,7 +6,8 @@
  * Order: other methods 405 with `Allow: POST` (router) → body over 1 MiB 413 (exchange) → key
  * missing, unknown or disabled 401 → subscription 402 → rate limit 429 with Retry-After (one token:
  * the evaluation bucket when CanEvaluate is the key's only permission, else the management bucket)
- * → Content-Type not JSON 415 → body not a JSON object, or bad `query` / `variables` /
+ * → a JSON body nested deeper than MAX_BODY_DEPTH 200 with one BAD_REQUEST error (found by the
+ * exchange as the body arrived) → Content-Type not JSON 415 → body not a JSON object, or bad `query` / `variables` /
  * `operationName` / `extensions` 400 → `query` over MAX_QUERY_CHARS 413 → GraphQL (200).
  */
 import { clientAddress } from '../auth/client-address.js';
@@ -15,7 +16,9 @@ import { authenticate } from '../auth/authenticate.js';
 import type { Principal } from '../auth/permissions.js';
 import { badRequest, VexilError } from '../domain/errors.js';
 import { describeType } from '../domain/validation.js';
-import { bodyDeeperThan, jsonObjectBody } from '../http/exchange.js';
+import { BodyTooDeepError, jsonObjectBody } from '../http/exchange.js';
+import type { Reply } from '../http/handler.js';
+import { errorReply } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
@@ -63,6 +66,13 @@ export function parseGraphQLRequest(body: Record<string, unknown>): GraphQLReque
   };
 }
 
+/** The answer to a body nested deeper than MAX_BODY_DEPTH: 200 with one BAD_REQUEST error. */
+function bodyTooDeepReply(contextMaxDepth: number): Reply {
+  const message = `The body is nested more than ${MAX_BODY_DEPTH} levels deep (VEXIL_CONTEXT_MAX_DEPTH is ${contextMaxDepth})`;
+  const errors = [{ message, path: [], extensions: { code: 'BAD_REQUEST', status: 400 } }];
+  return { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS };
+}
+
 export function graphqlRoutes(rt: Runtime): Route[] {
   const executor = new GraphQLExecutor(rt.log, {
     maxDepth: rt.config.graphqlMaxDepth,
@@ -80,17 +90,15 @@ export function graphqlRoutes(rt: Runtime): Route[] {
       method: 'post',
       pattern: GRAPHQL_PATH,
       maxBodyDepth: MAX_BODY_DEPTH,
+      // A body the exchange found nested deeper (jsonObjectBody, after authentication) is answered
+      // like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
+      // Every other transport error keeps problem+json.
+      onError: (err) => (err instanceof BodyTooDeepError ? bodyTooDeepReply(rt.config.contextLimits.maxDepth) : errorReply(err)),
       management: {
         // Front thread: admission, the body, the document's limits and cost; evaluation-only
         // documents are answered here (or by the pool), everything else by the management actor.
         admit: async (inc) => {
           const auth = await authenticate(rt, inc.managementKey, graphqlBucket, clientAddress(inc));
-          if (bodyDeeperThan(inc, MAX_BODY_DEPTH)) {
-            // Like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
-            const message = `The body is nested more than ${MAX_BODY_DEPTH} levels deep (VEXIL_CONTEXT_MAX_DEPTH is ${rt.config.contextLimits.maxDepth})`;
-            const errors = [{ message, path: [], extensions: { code: 'BAD_REQUEST', status: 400 } }];
-            return { reply: { status: 200, raw: JSON.stringify({ errors }), headers: JSON_HEADERS } };
-          }
           const answer = executor.answerOnFront(rt, auth, parseGraphQLRequest(jsonObjectBody(inc)));
           if (answer !== null) return { reply: { status: 200, raw: await answer, headers: JSON_HEADERS } };
           return { admission: { kind: 'key', principal: auth.principal, version: auth.snapshot.org.version } };

@@ -10,7 +10,7 @@
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { VexilError } from '../domain/errors.js';
-import { JsonDepthScanner, jsonDeeperThan } from '../domain/validation/json-depth.js';
+import { JsonDepthScanner } from '../domain/validation/json-depth.js';
 import { AnswerTooLargeError, boundedJson } from '../util/bounded-json.js';
 import type { Logger } from '../util/log.js';
 import type { BodySource, Incoming, Reply, StreamSink } from './handler.js';
@@ -335,11 +335,16 @@ export class BodyReader {
 }
 
 /**
- * Whether the JSON body nests deeper than `max` (the route's `maxBodyDepth`): the front's verdict
- * when it scanned the body as it arrived, else a scan now.
+ * A JSON body nested deeper than its route's `Route.maxBodyDepth` (CONTRACT.md 8), as the front
+ * found while it arrived (`Incoming.bodyTooDeep`): thrown by `jsonObjectBody`, so it is refused
+ * where the handler reads its body (after authentication) and before JSON.parse spends time on it.
+ * A 400; a route that words it differently, or answers in another shape, maps this type in its
+ * `Route.onError` (or where it already maps `jsonObjectBody`'s errors).
  */
-export function bodyDeeperThan(inc: Incoming, max: number): boolean {
-  return inc.bodyTooDeep ?? (isJsonContentType(inc.contentType) && jsonDeeperThan(inc.body, max));
+export class BodyTooDeepError extends VexilError {
+  constructor() {
+    super('BAD_REQUEST', 'The body is nested too deeply');
+  }
 }
 
 export const isJsonContentType = (ct: string): boolean => {
@@ -349,10 +354,13 @@ export const isJsonContentType = (ct: string): boolean => {
 };
 
 /**
- * The body as a JSON object. An empty body is `{}` when `allowEmpty`, else 400. A body that is not
- * UTF-8, not JSON, or not an object is 400; a non-JSON content type is 415.
+ * The body as a JSON object. A body the front found nested deeper than the route's `maxBodyDepth`
+ * is `BodyTooDeepError` (400), the only place that refusal is made. An empty body is `{}` when
+ * `allowEmpty`, else 400. A body that is not UTF-8, not JSON, or not an object is 400; a non-JSON
+ * content type is 415.
  */
 export function jsonObjectBody(inc: Incoming, allowEmpty = false): Record<string, unknown> {
+  if (inc.bodyTooDeep === true) throw new BodyTooDeepError();
   if (inc.body.length === 0) {
     if (allowEmpty) return {};
     throw new VexilError('BAD_REQUEST', 'A JSON object body is required');

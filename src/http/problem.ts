@@ -1,5 +1,5 @@
 /** RFC 9457 problem details for every REST error (CONTRACT.md 5), and the reply that carries them. */
-import { VexilError, type ErrorCode } from '../domain/errors.js';
+import { httpCode, VexilError, type ErrorCode } from '../domain/errors.js';
 import type { Reply } from './handler.js';
 import { STATUS_TEXT } from './status.js';
 
@@ -13,9 +13,10 @@ export interface Problem {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/** `err` as problem details: its status and HTTP code from the one table (domain/errors.ts). */
 export function toProblem(err: VexilError): Problem {
-  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
-  const code: ErrorCode = err.code === 'AUTH_NOT_AUTHORIZED' ? 'FORBIDDEN' : err.code;
+  const status = err.status;
+  const code = httpCode(err.code);
   return {
     type: `urn:vexil:problem:${code.toLowerCase().replace(/_/g, '-')}`,
     title: STATUS_TEXT[status] ?? 'Error',
@@ -23,6 +24,15 @@ export function toProblem(err: VexilError): Problem {
     detail: err.message,
     code,
   };
+}
+
+/**
+ * Adds the `Retry-After` header of an error that names a wait (`VexilError.retryAfter`, seconds)
+ * to `headers`, and returns them: the one place that header is built, for every error shape.
+ */
+export function withRetryAfter(err: VexilError, headers: Record<string, string>): Record<string, string> {
+  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  return headers;
 }
 
 /** Anything that is not a VexilError is an unexpected failure: 500 without internals. */
@@ -34,7 +44,6 @@ export function asVexilError(err: unknown): VexilError {
 /** The problem+json reply of `err` (its status, and `Retry-After` when the error names one). */
 export function errorReply(err: VexilError, extraHeaders?: Record<string, string>): Reply {
   const problem = toProblem(err);
-  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders };
-  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  const headers = withRetryAfter(err, { 'content-type': PROBLEM_CONTENT_TYPE, ...extraHeaders });
   return { status: problem.status, body: problem, headers, small: true };
 }

@@ -30,7 +30,7 @@ export interface OpsDeps {
   httpFront(): string;
 }
 
-const unavailable = (detail: string): Reply => errorReply(new VexilError('UNAVAILABLE', detail), { 'retry-after': '1' });
+const unavailable = (detail: string): Reply => errorReply(new VexilError('UNAVAILABLE', detail, { retryAfter: 1 }));
 
 export function opsRoutes(d: OpsDeps): Route[] {
   return [...healthRoutes(d), ...(d.metrics === null ? [] : [metricsRoute(d, d.metrics)])];

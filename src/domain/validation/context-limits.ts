@@ -66,11 +66,13 @@ export function measureContext(value: unknown, limits: ContextLimits, baseDepth 
   return { depth, values, exceeded: null };
 }
 
+/** The BAD_REQUEST of a context nested deeper than `VEXIL_CONTEXT_MAX_DEPTH` (CONTRACT.md 8). */
+export const contextTooDeepError = (limits: ContextLimits, what = 'context'): VexilError =>
+  badRequest(`${what}: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${limits.maxDepth} levels)`);
+
 /** The BAD_REQUEST naming the limit a context exceeds (CONTRACT.md 8), or null. */
 export function contextLimitError(size: ContextSize, limits: ContextLimits, what = 'context'): VexilError | null {
-  if (size.exceeded === 'depth') {
-    return badRequest(`${what}: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${limits.maxDepth} levels)`);
-  }
+  if (size.exceeded === 'depth') return contextTooDeepError(limits, what);
   if (size.exceeded === 'values') {
     return badRequest(`${what}: holds more than VEXIL_CONTEXT_MAX_VALUES (${limits.maxValues} values)`);
   }

@@ -2,10 +2,10 @@
 import { clientAddress } from '../../auth/client-address.js';
 import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/permissions.js';
-import { badRequest } from '../../domain/errors.js';
-import { parseEvaluationBody } from '../../domain/validation.js';
-import { bodyDeeperThan, jsonObjectBody } from '../../http/exchange.js';
+import { contextTooDeepError, parseEvaluationBody } from '../../domain/validation.js';
+import { BodyTooDeepError, jsonObjectBody } from '../../http/exchange.js';
 import type { Incoming, Reply } from '../../http/handler.js';
+import { errorReply } from '../../http/problem.js';
 import type { Evaluation } from '../../domain/types.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
@@ -24,12 +24,6 @@ const reply = (ev: Evaluation, explain: boolean): Reply => ({
 export function evaluationRoutes(rt: Runtime): Route[] {
   const answer = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const explain = booleanParam(inc.query, 'explain');
-    // The body object is one level above its context: anything deeper cannot pass, and is refused
-    // before JSON.parse spends time building it (CONTRACT.md 8), from the front's scan.
-    const { maxDepth } = rt.config.contextLimits;
-    if (bodyDeeperThan(inc, maxDepth + 1)) {
-      throw badRequest(`context: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${maxDepth} levels)`);
-    }
     const input = parseEvaluationBody(jsonObjectBody(inc), rt.config.contextLimits);
     const ev = evaluate(rt, auth, inc.params[0], input);
     return ev instanceof Promise ? ev.then((e) => reply(e, explain)) : reply(ev, explain);
@@ -38,7 +32,11 @@ export function evaluationRoutes(rt: Runtime): Route[] {
     {
       method: 'post',
       pattern: '/flags/:name',
+      // The body object is one level above its context: anything deeper cannot pass, and is refused
+      // by the exchange (jsonObjectBody) before JSON.parse spends time building it (CONTRACT.md 8).
       maxBodyDepth: rt.config.contextLimits.maxDepth + 1,
+      // ... in the words of the context's own limit.
+      onError: (err) => errorReply(err instanceof BodyTooDeepError ? contextTooDeepError(rt.config.contextLimits) : err),
       // Written without async/await: with a cached key and no pool, the whole exchange is one
       // synchronous call (no promise per request).
       handler: (inc) => {

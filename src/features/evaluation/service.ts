@@ -24,13 +24,8 @@ export interface EvaluationInput {
  * (403, the key's spelling wins), stage an environment of the organization (404). Returns what the
  * engine needs.
  */
-export function checkEvaluation(
-  auth: Authenticated,
-  flagName: string,
-  input: EvaluationInput,
-  orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
-): { flag: CompiledFlag; req: EvaluationRequest } {
-  requireEvaluator(auth.principal, orgWideCode);
+export function checkEvaluation(auth: Authenticated, flagName: string, input: EvaluationInput): { flag: CompiledFlag; req: EvaluationRequest } {
+  requireEvaluator(auth.principal);
   return evaluationTarget(auth, flagName, input, true);
 }
 
@@ -83,14 +78,8 @@ export function explainForKey(auth: Authenticated, flagName: string, input: Eval
 }
 
 /** Evaluates on this thread (no pool). */
-export function evaluateForKey(
-  auth: Authenticated,
-  flagName: string,
-  input: EvaluationInput,
-  nowMs: number,
-  orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
-): Evaluation {
-  const { flag, req } = checkEvaluation(auth, flagName, input, orgWideCode);
+export function evaluateForKey(auth: Authenticated, flagName: string, input: EvaluationInput, nowMs: number): Evaluation {
+  const { flag, req } = checkEvaluation(auth, flagName, input);
   return evaluateFlag(auth.snapshot, flag, req, nowMs);
 }
 
@@ -101,14 +90,8 @@ export function evaluateForKey(
  * else right here. `evaluateForKey` is not counted: its callers count traffic themselves (GraphQL
  * `evaluate`) or are not traffic (explanations).
  */
-export function evaluate(
-  rt: Runtime,
-  auth: Authenticated,
-  flagName: string,
-  input: EvaluationInput,
-  orgWideCode: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN',
-): Evaluation | Promise<Evaluation> {
-  const { flag, req } = checkEvaluation(auth, flagName, input, orgWideCode);
+export function evaluate(rt: Runtime, auth: Authenticated, flagName: string, input: EvaluationInput): Evaluation | Promise<Evaluation> {
+  const { flag, req } = checkEvaluation(auth, flagName, input);
   const pool = rt.pool;
   if (pool !== null && pool.wants('rest', 1)) {
     // The worker counts what it evaluates (workers/evaluator.ts).

@@ -5,16 +5,17 @@
  * problem+json.
  */
 import { clientAddress } from '../../auth/client-address.js';
-import type { ContextLimits } from '../../domain/validation.js';
+import { contextTooDeepError, type ContextLimits } from '../../domain/validation.js';
 import './openapi.js';
 import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import { hashKey } from '../../auth/key-material.js';
 import type { Principal } from '../../auth/permissions.js';
 import { VexilError } from '../../domain/errors.js';
-import { bodyDeeperThan, jsonObjectBody } from '../../http/exchange.js';
+import { BodyTooDeepError, jsonObjectBody } from '../../http/exchange.js';
 import type { Incoming, Reply } from '../../http/handler.js';
 import { queryParam } from '../../http/query.js';
 import { CorsPolicy } from '../../http/cors.js';
+import { withRetryAfter } from '../../http/problem.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
 import { OfrepStreams } from './streams.js';
@@ -57,29 +58,26 @@ export function ofrepKey(inc: Incoming): string {
   return inc.managementKey;
 }
 
-/** The body as an OFREP request; a body that is not a JSON object is PARSE_ERROR. */
+/**
+ * The body as an OFREP request; a body that is not a JSON object is PARSE_ERROR, one the exchange
+ * found nested too deep (`BodyTooDeepError`, CONTRACT.md 8) INVALID_CONTEXT, in the words of the
+ * context's own limit.
+ */
 function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimits): OfrepRequest {
-  // The body object is one level above its context: anything deeper cannot pass, and is refused
-  // before JSON.parse spends time building it (CONTRACT.md 8).
-  if (bodyDeeperThan(inc, limits.maxDepth + 1)) {
-    throw new OfrepError('INVALID_CONTEXT', `context: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${limits.maxDepth} levels)`, flagKey);
-  }
   let body: Record<string, unknown>;
   try {
     body = jsonObjectBody(inc, true);
   } catch (err) {
+    if (err instanceof BodyTooDeepError) throw new OfrepError('INVALID_CONTEXT', contextTooDeepError(limits).message, flagKey);
     if ((err as VexilError).code === 'BAD_REQUEST') throw new OfrepError('PARSE_ERROR', (err as Error).message, flagKey);
     throw err;
   }
   return parseOfrepRequest(body, flagKey, limits);
 }
 
-/** Transport and service errors in OFREP's shape; 429 keeps Retry-After. */
+/** Transport and service errors in OFREP's shape, with their status (domain/errors.ts); 429 keeps Retry-After. */
 export function ofrepError(err: VexilError): Reply {
-  const status = err.code === 'AUTH_NOT_AUTHORIZED' ? 403 : err.status;
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
-  return { status, body: ofrepErrorBody(err), headers };
+  return { status: err.status, body: ofrepErrorBody(err), headers: withRetryAfter(err, { 'content-type': 'application/json' }) };
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -124,7 +122,8 @@ export function ofrepRoutes(rt: Runtime): Route[] {
       return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
     };
 
-  // The body object is one level above its context (readRequest).
+  // The body object is one level above its context: anything deeper cannot pass, and is refused
+  // by the exchange (jsonObjectBody) before JSON.parse spends time building it (readRequest).
   const maxBodyDepth = rt.config.contextLimits.maxDepth + 1;
   // Browser applications on other origins (VEXIL_CORS_ORIGINS; none by default).
   const cors = new CorsPolicy(rt.config.corsOrigins);
