@@ -3,7 +3,8 @@
  * (src/snapshots/shared-store.ts: written once by the front thread, read by every worker; the
  * BroadcastChannel brings only references to its memory and version notifications), compiles a
  * flag when first asked for it into a bounded cache (VEXIL_WORKER_FLAG_CACHE), and runs batches of
- * work against it: single evaluations with the pure engine, and evaluation-only GraphQL documents
+ * work against it: single evaluations through the evaluation service's `runEvaluation` (the engine,
+ * counted), and evaluation-only GraphQL documents
  * (compiled once per worker and document, like on the front thread).
  *
  * A batch arrives as one buffer of encoded items and leaves as one buffer of encoded answers
@@ -13,7 +14,8 @@
  */
 import { BroadcastChannel, workerData } from 'node:worker_threads';
 import { move } from 'piscina';
-import { evaluateFlag, type OrgSnapshot } from '../src/engine/index.js';
+import type { OrgSnapshot } from '../src/engine/index.js';
+import { runEvaluation } from '../src/features/evaluation/service.js';
 import { SharedStoreReader, type StoreMessage } from '../src/snapshots/shared-store.js';
 import {
   decodeItem,
@@ -55,9 +57,7 @@ channel.postMessage({ type: 'hello' } satisfies StoreMessage);
 function evaluateOne(snap: OrgSnapshot, it: EvalItem, nowMs: number): EvalOutcome {
   const flag = snap.flags.get(it.flag);
   if (flag === undefined) return { error: 'NOT_FOUND', message: `Flag '${it.flag}' not found` };
-  const ev = evaluateFlag(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs);
-  evalCounts.count(ev.reason.code);
-  return ev;
+  return runEvaluation(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs, evalCounts);
 }
 
 async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number): Promise<EvalOutcome> {

@@ -8,7 +8,7 @@ import type { Authenticated } from '../auth/authenticate.js';
 import { OrgWideEvaluatorError } from '../auth/permissions.js';
 import type { Evaluation } from '../domain/types.js';
 import { parseEvaluationBody } from '../domain/validation.js';
-import { evaluateForKey, type EvaluationInput } from '../features/evaluation/service.js';
+import { evaluateForKey, type EvaluationRequest } from '../features/evaluation/service.js';
 import type { Runtime } from '../runtime.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
@@ -79,7 +79,7 @@ export interface EvaluateArgs {
  * apart. Pure: the evaluation plan (plan.ts) runs it once per document when every argument is a
  * literal.
  */
-export const evaluateFieldInput = (args: Omit<EvaluateArgs, 'context'>, context: unknown): EvaluationInput =>
+export const evaluateFieldInput = (args: Omit<EvaluateArgs, 'context'>, context: unknown): EvaluationRequest =>
   parseEvaluationBody({
     userId: args.userId,
     stage: args.stage,
@@ -91,28 +91,21 @@ export const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: G
   evaluateFieldInput(args, args.context === undefined ? undefined : withVars(args.context, ctx, info));
 
 /**
- * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot.
- * Not counted: the caller counts it with `countEvaluation` (the resolver at once, the plan once
- * every field of the document has answered). An organization-wide key is refused as GraphQL names
- * it, AUTH_NOT_AUTHORIZED (SPEC 7.2), mapped here from the auth layer's `OrgWideEvaluatorError`.
+ * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot,
+ * counted in `counts` (null: the plan counts once every field of the document has answered, with
+ * `countEvaluations`). An organization-wide key is refused as GraphQL names it,
+ * AUTH_NOT_AUTHORIZED (SPEC 7.2), mapped here from the auth layer's `OrgWideEvaluatorError`.
  */
-export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationInput): Evaluation {
+export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationRequest, counts: EvalCounts | null): Evaluation {
   try {
-    return evaluateForKey(authFor(ctx), key, input, ctx.env.now());
+    return evaluateForKey(authFor(ctx), key, input, ctx.env.now(), counts);
   } catch (err) {
     throw err instanceof OrgWideEvaluatorError ? new OrgWideEvaluatorError('AUTH_NOT_AUTHORIZED') : err;
   }
 }
 
-/** Evaluation traffic (metrics), on the front thread or in a worker: the counters are shared. */
-export const countEvaluation = (ctx: GraphQLContext, ev: Evaluation): void => ctx.env.evalCounts.count(ev.reason.code);
-
-export const evaluate: Resolver<EvaluateArgs> = (_s, args, ctx, info) => {
-  const ev = evaluateField(ctx, args.key, evaluationInput(args, ctx, info));
-  countEvaluation(ctx, ev);
-  return ev;
-};
-
+/** The `evaluate` field's resolver (graphql-jit), counted at once. */
+export const evaluate: Resolver<EvaluateArgs> = (_s, args, ctx, info) => evaluateField(ctx, args.key, evaluationInput(args, ctx, info), ctx.env.evalCounts);
 
 /** Only `evaluate`: the schema an evaluation worker executes with. */
 export const evaluationResolvers: ResolverMap = { Query: { evaluate: evaluate as unknown as Resolver } };

@@ -40,7 +40,6 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
 } from 'graphql';
-import { performance } from 'node:perf_hooks';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Authenticated } from '../auth/authenticate.js';
 import type { OrgSnapshot } from '../engine/compiled.js';
@@ -424,14 +423,12 @@ export class GraphQLExecutor {
   private async answerChecked(rt: Runtime, auth: Authenticated, req: GraphQLRequest, p: PreparedDocument, charged: boolean): Promise<string | Buffer> {
     if (!charged) this.charge(rt, auth, p);
     const pool = rt.pool;
+    const run = () => this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
     if (p.evaluationOnly && pool !== null) {
       if (pool.wants('graphql', p.evaluations)) return this.handOff(rt, auth, req, p.evaluations);
-      const t0 = performance.now();
-      const out = await this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
-      pool.policy.recordInline('graphql', (performance.now() - t0) * 1000, p.evaluations);
-      return out;
+      return pool.inline('graphql', p.evaluations, run);
     }
-    return this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
+    return run();
   }
 
   /**

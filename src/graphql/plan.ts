@@ -25,9 +25,9 @@
  */
 import { Kind, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from 'graphql';
 import type { Evaluation } from '../domain/types.js';
-import type { EvaluationInput } from '../features/evaluation/service.js';
+import { countEvaluations, type EvaluationRequest } from '../features/evaluation/service.js';
 import { EVALUATE_FIELD } from './limits.js';
-import { countEvaluation, evaluateField, evaluateFieldInput, type GraphQLContext } from './evaluation-resolvers.js';
+import { evaluateField, evaluateFieldInput, type GraphQLContext } from './evaluation-resolvers.js';
 import { anyLiteralValue } from './schema.js';
 
 /** Where an argument's value comes from. */
@@ -40,7 +40,7 @@ interface FieldPlan {
   /** `"alias":` (with the separating comma or the response's opening). */
   head: string;
   /** Every argument a literal: the checked input, computed once. */
-  input: EvaluationInput | null;
+  input: EvaluationRequest | null;
   key: Source;
   userId: Source;
   stage: Source;
@@ -263,7 +263,7 @@ export function runPlan(plan: EvaluationPlan, ctx: GraphQLContext, variables: Re
           context === MISSING ? undefined : context,
         );
       }
-      evs[i] = evaluateField(ctx, key as string, input);
+      evs[i] = evaluateField(ctx, key as string, input, null);
     }
   } catch {
     return null; // a field error: graphql-jit reports it (and counts the fields that answered)
@@ -274,6 +274,6 @@ export function runPlan(plan: EvaluationPlan, ctx: GraphQLContext, variables: Re
     if (v === null) return null;
     out += fields[i].head + v;
   }
-  for (let i = 0; i < evs.length; i++) countEvaluation(ctx, evs[i]);
+  countEvaluations(ctx.env.evalCounts, evs);
   return `${out}}}`;
 }

@@ -79,6 +79,8 @@ export class EvalPool {
   private readonly queueMax: number;
   /** Decides per request between the front thread and the pool. */
   readonly policy: HandOffPolicy;
+  /** Inline REST evaluations so far (`inline` times every 32nd). */
+  private inlineCalls = 0;
   /** Evaluations handed to the pool and not yet answered (CONTRACT.md 8 VEXIL_EVAL_QUEUE_MAX). */
   queued = 0;
   /** Requests handed to the workers so far (tests and diagnostics; a retried one counts once). */
@@ -133,6 +135,23 @@ export class EvalPool {
   /** Whether a request with `evaluations` evaluations should go to the workers (handoff.ts). */
   wants(transport: Transport, evaluations: number): boolean {
     return this.policy.handOff(transport, evaluations, this.queued);
+  }
+
+  /**
+   * Runs `fn` on this thread, for a request the pool declined (`wants` said no), and times it
+   * so that the hand-off policy follows this machine's costs: every REST evaluation's 32nd (one is
+   * a few µs; timing each would cost about as much), every GraphQL document (each is larger).
+   */
+  inline<T>(transport: Transport, evaluations: number, fn: () => T): T;
+  inline<T>(transport: Transport, evaluations: number, fn: () => Promise<T>): Promise<T>;
+  inline<T>(transport: Transport, evaluations: number, fn: () => T | Promise<T>): T | Promise<T> {
+    if (transport === 'rest' && (++this.inlineCalls & 31) !== 0) return fn();
+    const t0 = performance.now();
+    const out = fn();
+    const record = () => this.policy.recordInline(transport, (performance.now() - t0) * 1000, evaluations);
+    if (out instanceof Promise) return out.finally(record);
+    record();
+    return out;
   }
 
   evaluate(item: Omit<EvalItem, 'kind'>): Promise<Evaluation> {

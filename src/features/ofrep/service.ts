@@ -13,9 +13,9 @@ import { principalOf, requireEvaluator, type Principal } from '../../auth/permis
 import { VexilError } from '../../domain/errors.js';
 import type { Evaluation, Organization, ReasonCode } from '../../domain/types.js';
 import { USER_ID_MAX, describeType, isPlainObject } from '../../domain/validation/common.js';
-import { evaluateFlag, selectConfig, type CompiledFlag, type CompiledRule, type OrgSnapshot } from '../../engine/index.js';
+import { selectConfig, type CompiledFlag, type CompiledRule, type OrgSnapshot } from '../../engine/index.js';
 import type { Runtime } from '../../runtime.js';
-import { evaluate, resolveStage, type EvaluationInput } from '../evaluation/service.js';
+import { evaluate, evaluateEach, resolveStage, type EvaluationRequest } from '../evaluation/service.js';
 import { findKeyWithHash } from '../keys/store.js';
 import { issueStreamToken, readStreamToken, tokenExpiry, verifyStreamToken } from './stream-token.js';
 
@@ -95,7 +95,7 @@ export function parseOfrepRequest(body: Record<string, unknown>, flagKey: string
 }
 
 /** The evaluation service's input: the stage is `context.stage`, else the key's environment scope. */
-export function evaluationInput(auth: Authenticated, req: OfrepRequest, flagKey: string | null): EvaluationInput {
+export function evaluationInput(auth: Authenticated, req: OfrepRequest, flagKey: string | null): EvaluationRequest {
   const stage = req.stage ?? auth.principal.environment;
   if (stage === null) {
     throw new OfrepError('INVALID_CONTEXT', 'context.stage is required: this key has no environment scope', flagKey);
@@ -198,7 +198,7 @@ export function evaluateOne(rt: Runtime, auth: Authenticated, flagKey: string, r
 }
 
 /** The evaluationSuccess of a single evaluation (the stage is resolved only when a rule's split must be looked up). */
-function singleAnswer(auth: Authenticated, flagKey: string, input: EvaluationInput, ev: Evaluation): string {
+function singleAnswer(auth: Authenticated, flagKey: string, input: EvaluationRequest, ev: Evaluation): string {
   const cf = ev.reason.code === 'rule_matched' ? auth.snapshot.flags.get(flagKey) : undefined;
   return ofrepJson(flagKey, ev, reasonOf(ev, cf, cf === undefined ? '' : () => resolveStage(auth, input.stage), input.clientId));
 }
@@ -275,14 +275,15 @@ function flagsWithStage(snapshot: OrgSnapshot, application: string, stage: strin
 export function evaluateBulk(rt: Runtime, plan: BulkPlan): string[] {
   const snapshot = plan.auth.snapshot;
   const req = { userId: plan.userId, stage: plan.stage, clientId: plan.clientId, context: plan.context };
-  const now = rt.now();
   const out: string[] = [];
-  for (const cf of flagsWithStage(snapshot, plan.auth.principal.application!, plan.stage)) {
-    if (selectConfig(cf, plan.stage, plan.clientId) === null) continue;
-    const ev = evaluateFlag(snapshot, cf, req, now);
-    rt.evalCounts.count(ev.reason.code);
-    out.push(ofrepJson(cf.flag.name, ev, reasonOf(ev, cf, plan.stage, plan.clientId)));
-  }
+  evaluateEach(
+    rt,
+    snapshot,
+    flagsWithStage(snapshot, plan.auth.principal.application!, plan.stage),
+    req,
+    (cf) => selectConfig(cf, plan.stage, plan.clientId) !== null,
+    (cf, ev) => out.push(ofrepJson(cf.flag.name, ev, reasonOf(ev, cf, plan.stage, plan.clientId))),
+  );
   return out;
 }
 
