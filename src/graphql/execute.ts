@@ -426,7 +426,10 @@ export class GraphQLExecutor {
     const run = () => this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
     if (p.evaluationOnly && pool !== null) {
       if (pool.wants('graphql', p.evaluations)) return this.handOff(rt, auth, req, p.evaluations);
-      return pool.inline('graphql', p.evaluations, run);
+      const started = pool.inlineStart('graphql');
+      const out = await run();
+      pool.inlineEnd('graphql', started, p.evaluations);
+      return out;
     }
     return run();
   }

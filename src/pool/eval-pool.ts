@@ -79,7 +79,7 @@ export class EvalPool {
   private readonly queueMax: number;
   /** Decides per request between the front thread and the pool. */
   readonly policy: HandOffPolicy;
-  /** Inline REST evaluations so far (`inline` times every 32nd). */
+  /** Inline REST evaluations so far (`inlineStart` times every 32nd). */
   private inlineCalls = 0;
   /** Evaluations handed to the pool and not yet answered (CONTRACT.md 8 VEXIL_EVAL_QUEUE_MAX). */
   queued = 0;
@@ -138,20 +138,19 @@ export class EvalPool {
   }
 
   /**
-   * Runs `fn` on this thread, for a request the pool declined (`wants` said no), and times it
-   * so that the hand-off policy follows this machine's costs: every REST evaluation's 32nd (one is
-   * a few µs; timing each would cost about as much), every GraphQL document (each is larger).
+   * Timing of work done on this thread for a request the pool declined (`wants` said no), so that
+   * the hand-off policy follows this machine's costs: `inlineStart` before the work, `inlineEnd`
+   * after it with what it returned. The pool decides what it times: every 32nd REST evaluation (one
+   * is a few µs; timing each would cost about as much), every GraphQL document (each is larger).
+   * Plain calls rather than a wrapper, so that the REST path allocates nothing for it.
    */
-  inline<T>(transport: Transport, evaluations: number, fn: () => T): T;
-  inline<T>(transport: Transport, evaluations: number, fn: () => Promise<T>): Promise<T>;
-  inline<T>(transport: Transport, evaluations: number, fn: () => T | Promise<T>): T | Promise<T> {
-    if (transport === 'rest' && (++this.inlineCalls & 31) !== 0) return fn();
-    const t0 = performance.now();
-    const out = fn();
-    const record = () => this.policy.recordInline(transport, (performance.now() - t0) * 1000, evaluations);
-    if (out instanceof Promise) return out.finally(record);
-    record();
-    return out;
+  inlineStart(transport: Transport): number {
+    if (transport === 'rest' && (++this.inlineCalls & 31) !== 0) return -1;
+    return performance.now();
+  }
+
+  inlineEnd(transport: Transport, started: number, evaluations: number): void {
+    if (started >= 0) this.policy.recordInline(transport, (performance.now() - started) * 1000, evaluations);
   }
 
   evaluate(item: Omit<EvalItem, 'kind'>): Promise<Evaluation> {

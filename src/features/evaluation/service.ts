@@ -4,7 +4,7 @@
  * this module. Step 1's checks (permission, flag, scopes, stage) are here, steps 2 to 13 in the
  * pure engine (docs/evaluation.md). This module also owns counting (`runEvaluation`,
  * `countEvaluations`: the `vexil_evaluations_total` metric) and the choice between this thread and
- * the worker pool (`evaluate`; the pool times what runs here, `EvalPool.inline`). No I/O:
+ * the worker pool (`evaluate`; the pool times what runs here, `EvalPool.inlineStart`). No I/O:
  * everything comes from the organization's snapshot.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
@@ -112,7 +112,10 @@ export function evaluate(rt: Runtime, auth: Authenticated, flagName: string, inp
   const pool = rt.pool;
   if (pool === null) return runEvaluation(auth.snapshot, flag, req, rt.now(), rt.evalCounts);
   if (pool.wants('rest', 1)) return pool.evaluate({ orgId: auth.snapshot.org.id, version: auth.snapshot.org.version, flag: flagName, ...req });
-  return pool.inline('rest', 1, () => runEvaluation(auth.snapshot, flag, req, rt.now(), rt.evalCounts));
+  const started = pool.inlineStart('rest');
+  const ev = runEvaluation(auth.snapshot, flag, req, rt.now(), rt.evalCounts);
+  pool.inlineEnd('rest', started, 1);
+  return ev;
 }
 
 /**
