@@ -12,6 +12,11 @@
  * - `rest-pool`, `ofrep-pool` and `graphql-batch` (default VEXIL_EVAL_WORKERS) against the same on
  *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 % (issue 8).
  *
+ * - with `VEXIL_BENCH_BASE_MAIN=<another build's dist/src/main.js>` instead: REST, OFREP single
+ *   and 100-alias GraphQL (default VEXIL_EVAL_WORKERS) of this build against the same on that
+ *   build (a refactor's "throughput within a few per cent of before"). Build the base in a
+ *   worktree of the commit before (`git worktree add`, `npm ci`, `npm run build`).
+ *
  * `--pairs N` (5) pairs per comparison, `--duration` seconds per slice (default 5; each slice has a
  * 1 s warm-up on fresh connections).
  */
@@ -34,6 +39,8 @@ interface Comparison {
   what: string;
   a: Scenario;
   b: Scenario;
+  /** Side A runs this service entry point (another build) instead of this build's. */
+  aMain?: string;
 }
 
 const scenario = (name: string): Scenario => {
@@ -65,6 +72,19 @@ function comparisons(): Comparison[] {
   ];
 }
 
+/** This build against `baseMain`, each route with the default pool. */
+function againstBuild(baseMain: string): Comparison[] {
+  const rest = withPool(scenario('rest-front'), 'rest-eval (default workers)');
+  const ofrep = withPool(scenario('ofrep-eval'), 'ofrep-eval (default workers)');
+  const batch = withPool(scenario('graphql-batch-front'), 'graphql-batch (default workers)');
+  const what = (route: string) => `${route}, this build against ${baseMain}`;
+  return [
+    { name: 'paired-build-rest', aim: 0.97, what: what('REST evaluation'), a: rest, b: rest, aMain: baseMain },
+    { name: 'paired-build-ofrep', aim: 0.97, what: what('OFREP single'), a: ofrep, b: ofrep, aMain: baseMain },
+    { name: 'paired-build-graphql', aim: 0.97, what: what('100-alias GraphQL'), a: batch, b: batch, aMain: baseMain },
+  ];
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((x, y) => x - y);
   const m = s.length >> 1;
@@ -78,8 +98,9 @@ interface Side {
   evals: number;
 }
 
-async function side(rc: RunContext, s: Scenario, label: string): Promise<Side> {
-  const target = await startService(rc.opts, rc.adminKey, { label, env: scenarioEnv(s, rc.opts) });
+async function side(rc: RunContext, s: Scenario, label: string, main?: string): Promise<Side> {
+  const opts = main === undefined ? rc.opts : { ...rc.opts, servicePath: main };
+  const target = await startService(opts, rc.adminKey, { label, env: scenarioEnv(s, rc.opts) });
   const ctx = makeContext(rc.opts, target, rc.adminKey);
   await s.setup(ctx);
   return { scenario: s, target, request: s.request(ctx), evals: s.evaluationsPerRequest?.(rc.opts) ?? 1 };
@@ -89,7 +110,7 @@ async function compare(rc: RunContext, c: Comparison, pairs: number): Promise<Me
   const row: Measurement = { name: c.name, description: `${c.what}: ${c.b.name} ÷ ${c.a.name}, ${pairs} interleaved pairs`, status: 'ok', evalWorkers: workersLabel(rc.opts) };
   const sides: Side[] = [];
   try {
-    sides.push(await side(rc, c.a, `${c.name}-a`));
+    sides.push(await side(rc, c.a, `${c.name}-a`, c.aMain));
     sides.push(await side(rc, c.b, `${c.name}-b`));
     const rps: number[][] = [[], []];
     const cpu: number[][] = [[], []];
@@ -137,12 +158,14 @@ export const paired: CustomScenario = {
   name: 'paired',
   description:
     'Interleaved A/B pairs for the few-per-cent aims: OFREP single vs REST (≥ 90 %), and REST, OFREP and 100-alias GraphQL with the ' +
-    'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %); median of --pairs (5) pair ratios, each slice --duration s.',
+    'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %); or, with VEXIL_BENCH_BASE_MAIN, this build against another (≥ 97 %); ' +
+    'median of --pairs (5) pair ratios, each slice --duration s.',
   async run(rc) {
     const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
     const only = process.env.VEXIL_BENCH_PAIRED?.split(',').filter(Boolean);
     const rows: Measurement[] = [];
-    for (const c of comparisons()) {
+    const base = process.env.VEXIL_BENCH_BASE_MAIN;
+    for (const c of base ? againstBuild(base) : comparisons()) {
       if (only !== undefined && !only.includes(c.name)) continue;
       log(`${c.name}: ${c.what}`);
       rows.push(await compare(rc, c, pairs));
