@@ -1,6 +1,7 @@
 /**
- * `npm run bench -- abuse` (issue 7): the REST evaluation rate and p99 of a valid key while the
- * same node is attacked, against the same run without an attack:
+ * `npm run bench -- abuse` (docs/limits.md, "Benchmark: a valid key under attack"): the REST
+ * evaluation rate and p99 of a valid key while the same node is attacked, against the same run
+ * without an attack:
  *
  * - `abuse-none`: no attack (the reference of this scenario's rows);
  * - `abuse-keys`: a flood of random 64-hex keys (the failed-authentication budget answers 429

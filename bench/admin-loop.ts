@@ -1,8 +1,9 @@
 /**
- * The admin of issue 15's benchmarks: the management requests an admin of a 100,000-flag
- * organization sends, timed one by one. A module (the `large-org` scenario times them from the
- * runner, bench/large-org.ts) and a child process (the `isolation` scenario's admin loop, pinned
- * with the load generator to CPU 1, never on the server's core):
+ * The admin of the large-organization benchmarks (docs/benchmarks.md, "Large organizations"): the
+ * management requests an admin of a 100,000-flag organization sends, timed one by one. A module
+ * (the `large-org` scenario times them from the runner, bench/large-org.ts) and a child process
+ * (the `isolation` scenario's admin loop, pinned with the load generator to CPU 1, never on the
+ * server's core):
  *
  *   node dist/bench/admin-loop.js '{"baseUrl":"http://127.0.0.1:PORT","key":"<64 hex>","pauseMs":0}'
  *
@@ -16,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 
 /** The selection of a flag's configurations in the GraphQL documents. */
 export const CONFIGS_SELECTION = 'configs { stage enabled rules { id conditions { field operator value } allocations { variantKey percentage } } }';
-/** One page of flagConnection (CONTRACT.md 13) with the flags' configurations. */
+/** One page of flagConnection (docs/graphql.md) with the flags' configurations. */
 export const PAGE_QUERY =
   `query Page($after: String) { flagConnection(first: 1000, after: $after) { nodes { name ${CONFIGS_SELECTION} } ` +
   'pageInfo { endCursor hasNextPage } totalCount } }';

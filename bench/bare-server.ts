@@ -2,7 +2,7 @@
  * Bare uWebSockets.js baseline for the benchmark harness.
  *
  * It does the minimum an evaluation server must do for `POST /flags/:name`
- * (SPEC 4.1) and nothing more: read the JSON body (onData/onAborted),
+ * (docs/api.md#evaluation) and nothing more: read the JSON body (onData/onAborted),
  * JSON.parse it, authenticate the `x-management-key` header by looking up its
  * sha256 in a Map, and answer a fixed evaluation result in one corked write.
  * Every figure of the real service is reported as a ratio against this one.

@@ -2,9 +2,9 @@
  * Micro-bench of the pool's hand-off cost on the front thread (no HTTP, no worker), per item, for
  * a batch of 64 REST evaluations and for one 100-alias GraphQL document:
  *
- * - `clone`: what the pool did before (issue 8 item 3): the items as an object graph through the
- *   structured-clone serializer (v8.serialize, which postMessage uses) and the answers back
- *   (v8.deserialize of the worker's object graph).
+ * - `clone`: the earlier hand-off (docs/benchmarks.md, "The worker pool"): the items as an object
+ *   graph through the structured-clone serializer (v8.serialize, which postMessage uses) and the
+ *   answers back (v8.deserialize of the worker's object graph).
  * - `lines`: what it does now (src/pool/protocol.ts): each item JSON-encoded once, the batch one
  *   UTF-8 buffer (transferred, not copied); the answers one buffer decoded and split.
  *

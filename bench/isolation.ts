@@ -1,11 +1,12 @@
 /**
- * `npm run bench -- isolation` (issue 15): does management work delay evaluation on the node that
- * does it? One node with VEXIL_BENCH_ORG_FLAGS (100,000) flags, pinned to CPU 0 (its evaluation
- * workers too). Its REST evaluation capacity is measured briefly (closed loop, 3 s), then one
- * open-loop evaluation load runs at a fixed VEXIL_BENCH_ISOLATION_FRACTION (0.35) of it (or at
- * VEXIL_BENCH_ISOLATION_RATE req/s, to repeat a run at the same rate) for the whole scenario, each
- * request timed from the tick that issued it (bench/load.ts, paced, phase mode). The run alternates
- * VEXIL_BENCH_ISOLATION_SLICES (6) pairs of slices of --duration (5) seconds:
+ * `npm run bench -- isolation` (docs/benchmarks.md, "Large organizations"): does management work
+ * delay evaluation on the node that does it? One node with VEXIL_BENCH_ORG_FLAGS (100,000) flags,
+ * pinned to CPU 0 (its evaluation workers too). Its REST evaluation capacity is measured briefly
+ * (closed loop, 3 s), then one open-loop evaluation load runs at a fixed
+ * VEXIL_BENCH_ISOLATION_FRACTION (0.35) of it (or at VEXIL_BENCH_ISOLATION_RATE req/s, to repeat a
+ * run at the same rate) for the whole scenario, each request timed from the tick that issued it
+ * (bench/load.ts, paced, phase mode). The run alternates VEXIL_BENCH_ISOLATION_SLICES (6) pairs of
+ * slices of --duration (5) seconds:
  *
  *   quiet#i: evaluation only;
  *   admin#i: evaluation while the admin loop (bench/admin-loop.ts, a child on CPU 1 beside the
@@ -15,7 +16,7 @@
  *            evaluation waits for a connection any more (the backlog the admin work left), then
  *            1 s: kept apart so that neither the admin slices nor the quiet ones absorb the tail.
  *
- * Aims (issue 15): evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
+ * Aims: evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
  */
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,8 +1,9 @@
 /**
- * Micro-bench of the key cache's hot path (issue 7): `peek` of a cached valid key, for Vexil's
- * KeyCache (insertion-ordered Maps, known keys and unknown hashes bounded apart) versus lru-cache
- * (LRUCache with a TTL and max, as a drop-in), with 10 000 valid keys held and 100 000 unknown
- * hashes flooding in. Ratios only; the faster one is what src/auth/key-cache.ts uses.
+ * Micro-bench of the key cache's hot path (docs/limits.md, "Failed authentications"): `peek` of a
+ * cached valid key, for Vexil's KeyCache (insertion-ordered Maps, known keys and unknown hashes
+ * bounded apart) versus lru-cache (LRUCache with a TTL and max, as a drop-in), with 10 000 valid
+ * keys held and 100 000 unknown hashes flooding in. Ratios only; the faster one is what
+ * src/auth/key-cache.ts uses.
  *
  *   npm run build && node dist/bench/key-cache.js [--iterations 2000000]
  */

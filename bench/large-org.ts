@@ -1,12 +1,13 @@
 /**
- * `npm run bench -- large-org` (issue 15): what an admin of a 100,000-flag organization waits for,
- * on an otherwise idle node (pinned to CPU 0) seeded directly with VEXIL_BENCH_ORG_FLAGS (100,000)
- * flags: a page of the flag list, a page deep in it, a search, the full unpaged list, GraphQL pages
- * of 1,000 flags with their configurations (each VEXIL_BENCH_LARGE_REPS = 10 times, round robin:
- * median and p95, bytes, items, X-Total-Count and Link), then once the document CONTRACT.md 13
- * refuses (20 aliases of every flag with its configurations): the time to answer, whether it was
- * refused, and the node's RSS before and after. The UI's figures come from the browser test's JSON
- * (bench/results/ui-100k.json or VEXIL_BENCH_UI_JSON) when there is one.
+ * `npm run bench -- large-org` (docs/benchmarks.md, "Large organizations"): what an admin of a
+ * 100,000-flag organization waits for, on an otherwise idle node (pinned to CPU 0) seeded directly
+ * with VEXIL_BENCH_ORG_FLAGS (100,000) flags: a page of the flag list, a page deep in it, a search,
+ * the full unpaged list, GraphQL pages of 1,000 flags with their configurations (each
+ * VEXIL_BENCH_LARGE_REPS = 10 times, round robin: median and p95, bytes, items, X-Total-Count and
+ * Link), then once a document VEXIL_GRAPHQL_MAX_RESULT refuses (20 aliases of every flag with its
+ * configurations): the time to answer, whether it was refused, and the node's RSS before and after.
+ * The UI's figures come from the browser test's JSON (bench/results/ui-100k.json or
+ * VEXIL_BENCH_UI_JSON) when there is one.
  *
  * The requests are sent by a child process (this file run as a script) pinned to CPU 1, so that
  * reading a 40 MB answer never takes the node's core.
@@ -19,7 +20,7 @@ import { HERE, LOAD_CPUS, ROOT, log, percentile, runNodeJson, seededCopy, startS
 import { statusMiB } from './proc.js';
 import type { CustomScenario, RunContext } from './custom-scenario.js';
 
-/** Flags of the organization of issue 15's scenarios. */
+/** Flags of the large organization of the `isolation` and `large-org` scenarios. */
 export const orgFlags = (): number => Number(process.env.VEXIL_BENCH_ORG_FLAGS ?? '100000');
 
 /** A node on a copy of the run's directly seeded large organization (seeded once per run). */
@@ -32,7 +33,7 @@ export async function startLargeOrg(rc: RunContext, label: string): Promise<{ ta
   return { target, flags, note: `${flags} flags seeded in ${seed.ms.insert} ms; node up in ${(performance.now() - t0).toFixed(0)} ms` };
 }
 
-/** CONTRACT.md 13's example of a document over VEXIL_GRAPHQL_MAX_RESULT: 20 aliases of every flag with its configurations. */
+/** A document over VEXIL_GRAPHQL_MAX_RESULT (docs/graphql.md, "Limits"): 20 aliases of every flag with its configurations. */
 export const REFUSED_DOCUMENT = `{ ${Array.from({ length: 20 }, (_, i) =>
   `a${i}: flags { name project tags variants { key value } ${CONFIGS_SELECTION} }`).join(' ')} }`;
 

@@ -8,9 +8,9 @@
  * ratios is the figure.
  *
  * Comparisons (B against A):
- * - `ofrep-eval` against `rest-front`: OFREP single ≥ 90 % of REST (issue 9);
+ * - `ofrep-eval` against `rest-front`: OFREP single ≥ 90 % of REST;
  * - `rest-pool`, `ofrep-pool` and `graphql-batch` (default VEXIL_EVAL_WORKERS) against the same on
- *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 % (issue 8).
+ *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 %.
  *
  * - with `VEXIL_BENCH_BASE_MAIN=<another build's dist/src/main.js>` instead: REST, OFREP single
  *   and 100-alias GraphQL (default VEXIL_EVAL_WORKERS) of this build against the same on that

@@ -16,7 +16,7 @@ import {
   type ScenarioContext,
 } from './scenario-types.js';
 
-/** Body of the REST evaluation request (SPEC 4.1) used by the REST scenarios and the bare baseline. */
+/** Body of the REST evaluation request (docs/api.md#evaluation) used by the REST scenarios and the bare baseline. */
 export const EVAL_BODY = '{"userId":"u1","stage":"production","context":{"country":"NL"}}';
 export const EVAL_PATH = '/flags/bench-flag-0';
 
@@ -256,7 +256,7 @@ export function configWriter(ctx: ScenarioContext, rate: number, flag = 'bench-f
 }
 
 
-// ---- OFREP (CONTRACT 9) ------------------------------------------------------------------------
+// ---- OFREP (docs/ofrep.md) ----------------------------------------------------------------------
 
 /** The OFREP single evaluation of bench-flag-0: the same user, stage and context as EVAL_BODY. */
 export const OFREP_BODY = '{"context":{"targetingKey":"u1","stage":"production","country":"NL"}}';

@@ -1,6 +1,7 @@
 /**
- * snapshot-memory (issue 8 item 1): what the evaluation workers cost in memory with many flags,
- * and what the shared store (src/snapshots/shared-store.ts) costs per change and per worker start.
+ * snapshot-memory (docs/benchmarks.md, "Shared snapshots"): what the evaluation workers cost in
+ * memory with many flags, and what the shared store (src/snapshots/shared-store.ts) costs per
+ * change and per worker start.
  *
  *   npm run bench -- snapshot-memory [--snapshot-flags 100000]
  *

@@ -1,6 +1,6 @@
 /**
- * Settings come from the environment (CONTRACT.md 1) and are validated once at start-up: a bad
- * value stops the node with a message naming the variable, rather than surfacing under load.
+ * Settings come from the environment (README, "Configuration") and are validated once at start-up:
+ * a bad value stops the node with a message naming the variable, rather than surfacing under load.
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
@@ -52,7 +52,7 @@ const schema = z.object({
   VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
   VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
-  // CONTRACT.md 14: how long past its cache lifetime a key that cannot be re-checked is served.
+  // How long past its cache lifetime a key that cannot be re-checked is served (docs/limits.md).
   VEXIL_KEY_STALE_MAX_MS: intIn(0, 86_400_000).default(300_000),
   VEXIL_SYNC_POLL_MS: intIn(50, 600_000).default(1000),
   VEXIL_SYNC_SAFETY_POLL_MS: intIn(100, 3_600_000).default(15_000),
@@ -70,7 +70,7 @@ const schema = z.object({
   VEXIL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   VEXIL_METRICS: z.enum(['0', '1', 'true', 'false']).default('1'),
   VEXIL_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  // Tenancy limits (CONTRACT.md 14, docs/limits.md).
+  // Tenancy limits (docs/limits.md, "Tenancy limits").
   VEXIL_MAX_FLAGS_PER_ORG: intIn(1, 100_000_000).default(DEFAULT_TENANCY_LIMITS.maxFlagsPerOrg),
   VEXIL_MAX_KEYS_PER_ORG: intIn(1, 10_000_000).default(DEFAULT_TENANCY_LIMITS.maxKeysPerOrg),
   VEXIL_MAX_CONFIGS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConfigsPerFlag),
@@ -78,17 +78,18 @@ const schema = z.object({
   VEXIL_MAX_CONDITIONS_PER_RULE: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConditionsPerRule),
   VEXIL_MAX_VARIANTS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxVariantsPerFlag),
   VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
-  // Database faults (CONTRACT.md 14): statement, lock and idle-in-transaction timeout.
+  // Database faults (docs/storage.md): statement, lock and idle-in-transaction timeout.
   VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
-  // Slow clients (CONTRACT.md 14, docs/limits.md): the contract's bounds are the defaults and the
+  // Slow clients (docs/limits.md, "Slow clients"): 10 s, 30 s and 120 s are the defaults and the
   // most allowed; lower values are for tests.
   VEXIL_HEAD_TIMEOUT_MS: intIn(100, 10_000).default(10_000),
   VEXIL_BODY_TIMEOUT_MS: intIn(100, 30_000).default(30_000),
   VEXIL_IDLE_TIMEOUT_MS: intIn(100, 120_000).default(120_000),
-  // Event streams (CONTRACT.md 14): per key and node, and how often an open stream's key is read again.
+  // Event streams (docs/ofrep.md, "The event stream"): per key and node, and how often an open
+  // stream's key is read again.
   VEXIL_SSE_MAX_STREAMS_PER_KEY: intIn(1, 10_000_000).default(1000),
   VEXIL_SSE_KEY_RECHECK_MS: intIn(100, 60_000).default(60_000),
-  // Bus trust (CONTRACT.md 14, docs/cluster.md): every bus message signed with it (HMAC-SHA256).
+  // Bus trust (docs/cluster.md, "Bus trust"): every bus message signed with it (HMAC-SHA256).
   VEXIL_CLUSTER_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
@@ -104,29 +105,29 @@ export interface Config {
   rateLimitMgmt: number;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
-  /** Field selections per GraphQL operation, fragments expanded (CONTRACT.md 8). */
+  /** Field selections per GraphQL operation, fragments expanded (docs/limits.md, "GraphQL documents"). */
   graphqlMaxFields: number;
-  /** Upper bound of the values one GraphQL result may hold, estimated before executing (CONTRACT.md 13). */
+  /** Upper bound of the values one GraphQL result may hold, estimated before executing (docs/graphql.md). */
   graphqlMaxResult: number;
-  /** Mutation fields in one GraphQL document; each costs a management token (CONTRACT.md 13). */
+  /** Mutation fields in one GraphQL document; each costs a management token (docs/graphql.md, "Limits"). */
   graphqlMaxMutations: number;
-  /** Largest answer body any route sends, in bytes; past it 400 naming how to page (CONTRACT.md 13). */
+  /** Largest answer body any route sends, in bytes; past it 400 naming how to page (docs/limits.md). */
   maxAnswerBytes: number;
-  /** Evaluation context size limits (CONTRACT.md 8). */
+  /** Evaluation context size limits (docs/limits.md, "Evaluation contexts"). */
   contextLimits: { maxDepth: number; maxValues: number };
   /** Failed authentications per second per client address (burst: 1 s worth). */
   rateLimitAuthFailures: number;
   /** A NATS `.creds` file (JWT + NKey seed), or null. */
   natsCreds: string | null;
   evalWorkers: number;
-  /** Evaluations handed to the pool and not yet answered, past which requests get 503 (CONTRACT.md 8). */
+  /** Evaluations handed to the pool and not yet answered, past which requests get 503 (docs/cluster.md). */
   evalQueueMax: number;
   /** Who decides between the front thread and the pool per request (src/pool/handoff.ts). */
   evalHandoff: 'auto' | 'always' | 'never';
   /** Compiled flags each evaluation worker keeps (docs/snapshots.md); 0 compiles on every use. */
   workerFlagCache: number;
   keyCacheTtlMs: number;
-  /** How long past its cache lifetime a key the database cannot re-check is still served, then 503 (CONTRACT.md 14). */
+  /** How long past its cache lifetime a key the database cannot re-check is still served, then 503 (docs/limits.md). */
   keyStaleMaxMs: number;
   /** PostgreSQL version poll while the cluster bus is down, and while it is up (safety net). */
   syncPollMs: number;
@@ -136,7 +137,7 @@ export interface Config {
   requireNativeHttp: boolean;
   /** `node` forces the node:http front (tests, comparisons); `auto` prefers native uWebSockets.js. */
   httpFront: 'auto' | 'node';
-  /** Time in-flight requests get after SIGTERM/SIGINT (CONTRACT.md 8). */
+  /** Time in-flight requests get after SIGTERM/SIGINT (README, "Health checks"). */
   shutdownGraceMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `GET /metrics` and the per-request metrics (off: only to measure their cost). */
@@ -147,17 +148,20 @@ export interface Config {
   publicUrl: string | null;
   /** VEXIL_CORS_ORIGINS: origins allowed to call the OFREP routes from a browser (`*`: any); empty: none. */
   corsOrigins: string[];
-  /** Count and size limits per organization, flag and configuration (CONTRACT.md 14). */
+  /** Count and size limits per organization, flag and configuration (docs/limits.md, "Tenancy limits"). */
   tenancyLimits: TenancyLimits;
-  /** Any one database statement, a write's wait for its organization's lock, and an idle transaction (CONTRACT.md 14). */
+  /** One database statement, a write's wait for its organization's lock, an idle transaction (docs/storage.md). */
   dbStatementTimeoutMs: number;
-  /** Request head, body and keep-alive idle time bounds (CONTRACT.md 14, http/client-timeouts.ts). */
+  /** Request head, body and keep-alive idle time bounds (docs/limits.md, "Slow clients"; http/client-timeouts.ts). */
   clientTimeouts: ClientTimeouts;
-  /** Open OFREP event streams of one key on this node; one more is 429 (CONTRACT.md 14). */
+  /** Open OFREP event streams of one key on this node; one more is 429 (docs/ofrep.md, "The event stream"). */
   sseMaxStreamsPerKey: number;
   /** How often every open event stream's key is read again from the database (at most 60 s). */
   sseKeyRecheckMs: number;
-  /** Signs every cluster bus message; unsigned or wrongly signed ones are dropped (CONTRACT.md 14). Never logged. */
+  /**
+   * Signs every cluster bus message; unsigned or wrongly signed ones are dropped (docs/cluster.md,
+   * "Bus trust"). Never logged.
+   */
   clusterSecret: string | null;
 }
 

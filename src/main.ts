@@ -1,4 +1,4 @@
-/** `npm start`: one node from the environment's settings (CONTRACT.md 1). */
+/** `npm start`: one node from the environment's settings (README, "Configuration"). */
 import { ConfigError, loadConfig } from './config.js';
 import { startNode } from './node.js';
 import { createLogger } from './util/log.js';
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   log.debug('helper threads yield to the front', { threads: yielded, nice: HELPER_THREADS_NICE });
   const node = await startNode(config);
   if (node.generatedAdminKey !== null) {
-    // Printed once, on first start only (CONTRACT.md 2); never logged.
+    // Printed once, on first start only (README, "Quick start"); never logged.
     process.stdout.write(
       `Bootstrap admin key for organization "default" (shown once; store it now):\n${node.generatedAdminKey}\n`,
     );

@@ -213,9 +213,10 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       routes,
       generatedAdminKey,
       /**
-       * Graceful shutdown (CONTRACT.md 8): /readyz answers 503 at once, no new connections are
-       * accepted, open event streams end, in-flight requests get up to VEXIL_SHUTDOWN_GRACE_MS to
-       * finish (answered with `Connection: close`), then connections, pool, bus and database close.
+       * Graceful shutdown (README, "Health checks"): /readyz answers 503 at once, no new
+       * connections are accepted, open event streams end, in-flight requests get up to
+       * VEXIL_SHUTDOWN_GRACE_MS to finish (answered with `Connection: close`), then connections,
+       * pool, bus and database close.
        */
       close() {
         closing ??= (async () => {

@@ -20,7 +20,7 @@ export interface Runtime {
   snapshots: SnapshotRegistry;
   keys: KeyCache;
   limiter: RateLimiter;
-  /** Failed authentications per client address (CONTRACT.md 8). */
+  /** Failed authentications per client address (docs/limits.md, "Failed authentications"). */
   authFailures: AuthFailureBudget;
   bus: Bus;
   log: Logger;

@@ -1,9 +1,10 @@
 /**
- * The failed-authentication budget (CONTRACT.md 8, `VEXIL_RATE_LIMIT_AUTH_FAILURES`): each client
- * address may fail authentication `rate` times per second (burst: one second's worth, at least
- * one). Every 401 spends one unit; an address with less than one unit left is refused with 429
- * before its key is looked up, so strangers guessing keys cannot reach the database. Keys this node
- * has already authenticated are still served (authenticate.ts asks the key cache first).
+ * The failed-authentication budget (`VEXIL_RATE_LIMIT_AUTH_FAILURES`; docs/limits.md, "Failed
+ * authentications"): each client address may fail authentication `rate` times per second (burst:
+ * one second's worth, at least one). Every 401 spends one unit; an address with less than one unit
+ * left is refused with 429 before its key is looked up, so strangers guessing keys cannot reach the
+ * database. Keys this node has already authenticated are still served (authenticate.ts asks the key
+ * cache first).
  *
  * Per node, like the key cache: failures are not shared over the cluster bus. Memory is bounded:
  * past `maxEntries` addresses, buckets that have refilled are dropped, then the oldest.

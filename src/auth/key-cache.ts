@@ -1,9 +1,9 @@
 /**
- * Authenticated keys by hash, for `ttlMs` (60 s, SPEC 5.5). Unknown hashes are cached too, so a
- * repeated bad key does not reach the database; a key value is 256 random bits, so a negative
- * entry can never hide a key created later. Invalidation by key id is immediate on this node (and
- * on every node through the cluster bus); a rename of an application or environment drops the
- * organization's keys (their scopes changed, see cluster/sync.ts).
+ * Authenticated keys by hash, for `ttlMs` (60 s by default, docs/api.md#keys). Unknown hashes are
+ * cached too, so a repeated bad key does not reach the database; a key value is 256 random bits, so
+ * a negative entry can never hide a key created later. Invalidation by key id is immediate on this
+ * node (and on every node through the cluster bus); a rename of an application or environment drops
+ * the organization's keys (their scopes changed, see cluster/sync.ts).
  *
  * Known keys and unknown hashes are bounded separately (`maxEntries` each, oldest first), so a
  * flood of random keys only ever evicts other unknown hashes, never a real key. (Plain Maps with
@@ -12,7 +12,7 @@
  *
  * While the database is unreachable, an expired entry is used rather than refusing every request
  * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
- * (VEXIL_KEY_STALE_MAX_MS, CONTRACT.md 14); after that the lookup fails with the database's 503.
+ * (VEXIL_KEY_STALE_MAX_MS, docs/limits.md); after that the lookup fails with the database's 503.
  * An invalidation from the bus still removes the entry at once.
  */
 import { VexilError } from '../domain/errors.js';

@@ -1,6 +1,6 @@
 /**
- * Who may do what (SPEC 5, CONTRACT.md 4): pure checks on an authenticated principal. Each throws
- * a FORBIDDEN VexilError; callers decide the order.
+ * Who may do what (docs/api.md#keys): pure checks on an authenticated principal. Each throws a
+ * FORBIDDEN VexilError; callers decide the order.
  */
 import { VexilError } from '../domain/errors.js';
 import { inScope } from '../domain/name-matching.js';
@@ -59,7 +59,7 @@ export function requireEnvironment(p: Principal, stage: string): void {
 }
 
 /**
- * CONTRACT.md 14: environment scope binds writes. A key with an environment scope may write
+ * Environment scope binds writes (docs/api.md#keys). A key with an environment scope may write
  * configurations of that environment only; flag-level writes (create, update, archive, restore,
  * delete, environments, dependencies) need a key without environment scope.
  */
@@ -86,9 +86,9 @@ export function requireAdmin(p: Principal): void {
 }
 
 /**
- * An organization-wide key asking to evaluate (SPEC 4.1 rule 4): FORBIDDEN, 403 on every HTTP
- * answer. GraphQL names this case AUTH_NOT_AUTHORIZED (SPEC 7.2): its adapter maps this type
- * (graphql/evaluation-resolvers.ts), the layers below it do not know the transport.
+ * An organization-wide key asking to evaluate (docs/api.md#keys): FORBIDDEN, 403 on every HTTP
+ * answer. GraphQL names this case AUTH_NOT_AUTHORIZED (docs/graphql.md, "Errors"): its adapter maps
+ * this type (graphql/evaluation-resolvers.ts), the layers below it do not know the transport.
  */
 export class OrgWideEvaluatorError extends VexilError {
   constructor(code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN') {
@@ -97,7 +97,7 @@ export class OrgWideEvaluatorError extends VexilError {
 }
 
 /**
- * SPEC 4.1 rule 4: evaluation needs CanEvaluate and an application scope (else
+ * Evaluation needs CanEvaluate and an application scope (docs/api.md#evaluation; else
  * `OrgWideEvaluatorError`, with `code`: FORBIDDEN unless a caller names it otherwise).
  */
 export function requireEvaluator(p: Principal, code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN'): void {

@@ -1,8 +1,9 @@
 /**
- * How to reach NATS (CONTRACT.md 8): `NATS_URL` is one or more comma-separated server URLs, which
- * may carry credentials (`nats://user:pass@host:port`, `nats://token@host:port`); `tls://` asks
- * for TLS (server certificates are checked against the system CAs and `NODE_EXTRA_CA_CERTS`);
- * `VEXIL_NATS_CREDS` names a `.creds` file (user JWT and NKey seed) read at start.
+ * How to reach NATS (docs/limits.md, "NATS"): `NATS_URL` is one or more comma-separated server
+ * URLs, which may carry credentials (`nats://user:pass@host:port`, `nats://token@host:port`);
+ * `tls://` asks for TLS (server certificates are checked against the system CAs and
+ * `NODE_EXTRA_CA_CERTS`); `VEXIL_NATS_CREDS` names a `.creds` file (user JWT and NKey seed) read at
+ * start.
  *
  * Credentials are lifted out of the URLs into the client's options, and `redacted` is the only
  * form of the URL that is ever logged. Pure apart from reading the creds file.

@@ -1,6 +1,6 @@
 /**
  * The cluster bus's wire format, and the only place a bus message is trusted or not
- * (CONTRACT.md 14, docs/cluster.md "Bus trust").
+ * (docs/cluster.md, "Bus trust").
  *
  * A message is the JSON of `{node, ts, nonce, event}`. With `VEXIL_CLUSTER_SECRET` it carries
  * `Vexil-Signature: <hex HMAC-SHA256(secret, the exact payload bytes)>` as a NATS header, and a

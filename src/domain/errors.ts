@@ -14,22 +14,23 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
-  /** A write that would pass a count limit (CONTRACT.md 14): flags, keys, configurations. */
+  /** A write that would pass a count limit (docs/limits.md, "Tenancy limits"): flags, keys, configurations. */
   QUOTA_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
-  /** GraphQL only: the key is valid but can never use that field (SPEC 7.2); see GRAPHQL_ONLY. */
+  /** GraphQL only: the key is valid but can never use that field (docs/graphql.md, "Errors"); see GRAPHQL_ONLY. */
   AUTH_NOT_AUTHORIZED: 403,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /**
- * Codes only GraphQL shows (SPEC 7.2): GraphQL gives them without `extensions.status`, and HTTP
- * answers (REST problem+json, OFREP) name them `http`, with ERROR_STATUS's status.
+ * Codes only GraphQL shows (docs/graphql.md, "Errors"): GraphQL gives them without
+ * `extensions.status`, and HTTP answers (REST problem+json, OFREP) name them `http`, with
+ * ERROR_STATUS's status.
  */
 const GRAPHQL_ONLY: { readonly [C in ErrorCode]?: { readonly http: ErrorCode } } = {
   AUTH_NOT_AUTHORIZED: { http: 'FORBIDDEN' },

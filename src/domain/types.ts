@@ -140,7 +140,7 @@ export interface EvaluationRequest {
   context: Record<string, unknown> | null;
 }
 
-// ---- audit log (CONTRACT.md 11) -----------------------------------------------------------------
+// ---- audit log (docs/audit.md) ----------------------------------------------------------------------
 
 export const AUDIT_ACTIONS = [
   'flag.create',

@@ -1,6 +1,7 @@
 /**
- * The evaluation engine: CONTRACT section 6 steps 2-13, first match wins. Step 1 (400/404/403 and
- * resolving the stage to the organization's spelling) is the caller's. Pure: `nowMs` is passed in.
+ * The evaluation engine: steps 2-13 of docs/evaluation.md, "Order", first match wins. Step 1
+ * (400/404/403 and resolving the stage to the organization's spelling) is the caller's. Pure:
+ * `nowMs` is passed in.
  *
  * Hot path: one result object per call; reasons of the common outcomes are shared frozen objects
  * precomputed by compileFlag (do not mutate `evaluation.reason`; replace or drop it instead).
@@ -69,8 +70,9 @@ function terminal(config: CompiledConfig | null, reason: EvaluationReason): Eval
 }
 
 /**
- * Evaluates `flag` for the request at `nowMs` (CONTRACT 6 steps 2-13). Always returns a reason.
- * `snapshot` supplies the organization (kill switch, applications) and the parents of dependencies.
+ * Evaluates `flag` for the request at `nowMs` (docs/evaluation.md, steps 2-13). Always returns a
+ * reason. `snapshot` supplies the organization (kill switch, applications) and the parents of
+ * dependencies.
  */
 export function evaluateFlag(
   snapshot: OrgSnapshot,

@@ -2,7 +2,7 @@
  * List maxima of an organization's snapshot: the longest list of each kind any of its flags holds
  * (variants, tags, environments, dependencies, a dependency's variants, configurations, a
  * configuration's rules, a rule's conditions and allocations). The GraphQL result estimate
- * (src/graphql/result-estimate.ts, CONTRACT.md 13) multiplies with them.
+ * (src/graphql/result-estimate.ts; docs/graphql.md, "Limits") multiplies with them.
  *
  * Cheap to keep: computed while `buildSnapshot` compiles the flags (or, for a snapshot built some
  * other way, once on first use: one pass over its flags, ~25 ms for 100,000), and then only raised by `putFlag` when a one-flag change replaces a flag in place (the cost of that

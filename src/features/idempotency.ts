@@ -1,5 +1,5 @@
 /**
- * The write side of Idempotency-Key (CONTRACT.md 14): the management actor's wrapper
+ * The write side of Idempotency-Key (docs/api.md#idempotency-key): the management actor's wrapper
  * (src/management/idempotency.ts) runs a write handler inside `idempotencyContext`, and the write's
  * transaction (src/features/write.ts) claims the key first thing, so the write and its record
  * commit together. A fresh record by another request (a concurrent duplicate that committed first,

@@ -1,7 +1,7 @@
 /**
- * The one way to change data. Every write runs in `auditedTransaction`: the caller's change and
- * its audit event (CONTRACT.md 11) commit together or not at all, so a failed or rejected write
- * records nothing and a recorded event always describes a committed change.
+ * The one way to change data. Every write runs in `auditedTransaction`: the caller's change and its
+ * audit event (docs/audit.md) commit together or not at all, so a failed or rejected write records
+ * nothing and a recorded event always describes a committed change.
  *
  * - `writeOrg`: flags, configurations and organization settings. It first locks the organization
  *   and bumps its version; after commit, this node's snapshot is updated before the caller

@@ -1,9 +1,10 @@
 /**
- * Checks the `context` arguments of a GraphQL document against the CONTRACT.md 8 context limits:
- * the `context` argument of every `evaluate` field, whether an inline literal, a variable, or a
- * literal with variables nested in it, is measured before anything executes, with exactly the
- * counting of src/domain/validation/context-limits.ts (which owns the limits; variables' JSON
- * values are measured by that same function, from the depth where they sit). Iterative; pure.
+ * Checks the `context` arguments of a GraphQL document against the context size limits
+ * (docs/limits.md, "Evaluation contexts"): the `context` argument of every `evaluate` field,
+ * whether an inline literal, a variable, or a literal with variables nested in it, is measured
+ * before anything executes, with exactly the counting of src/domain/validation/context-limits.ts
+ * (which owns the limits; variables' JSON values are measured by that same function, from the depth
+ * where they sit). Iterative; pure.
  */
 import { Kind, type OperationDefinitionNode, type ValueNode } from 'graphql';
 import { contextLimitError, measureContext, type ContextLimits } from '../domain/validation.js';

@@ -93,8 +93,8 @@ export const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: G
 /**
  * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot,
  * counted in `counts` (null: the plan counts once every field of the document has answered, with
- * `countEvaluations`). An organization-wide key is refused as GraphQL names it,
- * AUTH_NOT_AUTHORIZED (SPEC 7.2), mapped here from the auth layer's `OrgWideEvaluatorError`.
+ * `countEvaluations`). An organization-wide key is refused as GraphQL names it, AUTH_NOT_AUTHORIZED
+ * (docs/graphql.md, "Errors"), mapped here from the auth layer's `OrgWideEvaluatorError`.
  */
 export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationRequest, counts: EvalCounts | null): Evaluation {
   try {

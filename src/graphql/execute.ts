@@ -21,10 +21,11 @@
  * document never costs. Every other document (all evaluation documents) is validated, compiled
  * and held to its fixed estimate when it is prepared, as before.
  *
- * Every error leaves here as `{message, locations?, path, extensions: {code, status}}` (SPEC 7.2):
- * a resolver's VexilError gives its code and status (none for AUTH_NOT_AUTHORIZED: domain/errors.ts), syntax,
- * validation, limit and variable errors are BAD_REQUEST 400 with `path: []` and no `data`, and
- * anything unexpected is INTERNAL 500 without internals (logged).
+ * Every error leaves here as `{message, locations?, path, extensions: {code, status}}`
+ * (docs/graphql.md, "Errors"): a resolver's VexilError gives its code and status (none for
+ * AUTH_NOT_AUTHORIZED: domain/errors.ts), syntax, validation, limit and variable errors are
+ * BAD_REQUEST 400 with `path: []` and no `data`, and anything unexpected is INTERNAL 500 without
+ * internals (logged).
  */
 import {
   BREAK,
@@ -118,7 +119,7 @@ export interface ExecutorOptions extends Limits {
   maxAnswerBytes?: number;
   /** Management keys an organization may hold, for the estimate of `managementKeys` (default 1,000). */
   maxKeys?: number;
-  /** CONTRACT.md 8 evaluation context limits (default 32 levels, 10,000 values). */
+  /** Evaluation context size limits (default 32 levels, 10,000 values; docs/limits.md). */
   context?: ContextLimits;
   /** Compiled documents kept (LRU). */
   cacheEntries?: number;
@@ -413,8 +414,8 @@ export class GraphQLExecutor {
   private charge(rt: Runtime, auth: Authenticated, p: PreparedDocument): void {
     if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
     if (p.mutations > 0) {
-      // CONTRACT.md 13: every mutation costs a management token; the request's admission token
-      // was the first when it came from the management bucket (routes.ts graphqlBucket).
+      // Every mutation costs a management token (docs/graphql.md, "Limits"); the request's admission
+      // token was the first when it came from the management bucket (routes.ts graphqlBucket).
       const evaluatorOnly = auth.principal.permissions.size === 1 && auth.principal.permissions.has('CanEvaluate');
       rt.limiter.charge('mgmt', auth.principal.keyId, evaluatorOnly ? p.mutations : p.mutations - 1, this.maxMutations);
     }
@@ -482,7 +483,7 @@ export class GraphQLExecutor {
   /**
    * `run` through graphql-jit only (the plan's reference: test/graphql/plan.test.ts). The answer
    * is JSON.stringify's text, written by `boundedJson`: one over `VEXIL_MAX_ANSWER_BYTES` stops
-   * there and is refused (CONTRACT.md 13).
+   * there and is refused (docs/limits.md, "Large answers").
    */
   async runGeneric(p: Prepared & { ok: true }, ctx: GraphQLContext, variables: Record<string, unknown> | null): Promise<string | Buffer> {
     // Compiled here when the caller did not (a direct caller that estimates nothing: tests).

@@ -1,5 +1,5 @@
 /**
- * Static limits of one GraphQL operation (SPEC 8, CONTRACT.md 7), measured on the validated AST
+ * Static limits of one GraphQL operation (docs/graphql.md, "Limits"), measured on the validated AST
  * before anything runs. Pure.
  *
  * - Depth: the number of nested selection sets, the operation's own included, with fragment
@@ -12,15 +12,17 @@
  *   merged by GraphQL into one execution. `@skip` / `@include` are not taken into account (the
  *   count is an upper bound).
  *
- * - Fields (`VEXIL_GRAPHQL_MAX_FIELDS`, CONTRACT.md 8): every field selection the operation would
- *   execute: a fragment counts at every spread, aliases, `__typename` and introspection fields
- *   count, nested fields count under each parent selection. Selections GraphQL would merge (the
- *   same response key twice) are each counted: an upper bound, like `@skip` / `@include`.
- * - Mutations (`VEXIL_GRAPHQL_MAX_MUTATIONS`, CONTRACT.md 13): the root fields of a mutation
- *   operation, fragments expanded, by response key like evaluations (`__typename` aside). Each
- *   costs one token of the key's management bucket (execute.ts).
+ * - Fields (`VEXIL_GRAPHQL_MAX_FIELDS`, docs/limits.md "GraphQL documents"): every field selection
+ *   the operation would execute: a fragment counts at every spread, aliases, `__typename` and
+ *   introspection fields count, nested fields count under each parent selection. Selections GraphQL
+ *   would merge (the same response key twice) are each counted: an upper bound, like `@skip` /
+ *   `@include`.
+ * - Mutations (`VEXIL_GRAPHQL_MAX_MUTATIONS`): the root fields of a mutation operation, fragments
+ *   expanded, by response key like evaluations (`__typename` aside). Each costs one token of the
+ *   key's management bucket (execute.ts).
  * - Contexts: the `context` arguments of those `evaluate` fields, so the executor can apply the
- *   context size limits (CONTRACT.md 8) before anything runs, variables filled in.
+ *   context size limits (docs/limits.md, "Evaluation contexts") before anything runs, variables
+ *   filled in.
  *
  * These checks run right after parsing, before graphql-js validation (whose
  * OverlappingFieldsCanBeMerged rule is quadratic in the number of same-named fields): fragment
@@ -62,7 +64,7 @@ export interface Limits {
   maxEvaluations: number;
   /** Default DEFAULT_MAX_FIELDS. */
   maxFields?: number;
-  /** `VEXIL_GRAPHQL_MAX_MUTATIONS`, default DEFAULT_MAX_MUTATIONS (CONTRACT.md 13). */
+  /** `VEXIL_GRAPHQL_MAX_MUTATIONS`, default DEFAULT_MAX_MUTATIONS. */
   maxMutations?: number;
 }
 

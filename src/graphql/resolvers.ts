@@ -31,9 +31,9 @@ const str = (v: unknown): string => v as string;
 const optStr = (v: unknown): string | null => (v === undefined || v === null ? null : (v as string));
 
 /**
- * CONTRACT.md 12: a management read (the request's token came from the management bucket, and it
- * is not one of the `evaluate` fields that limits.ts counts or the pool runs). Not evaluation
- * traffic: not counted in metrics.
+ * `explainEvaluation` (README, "Web UI"): a management read (the request's token came from the
+ * management bucket, and it is not one of the `evaluate` fields that limits.ts counts or the pool
+ * runs). Not evaluation traffic: not counted in metrics.
  */
 const explainEvaluation: Resolver<EvaluateArgs> = (_s, args, ctx, info) =>
   explainForKey(authFor(ctx), args.key, evaluationInput(args, ctx, info), ctx.env.now());
@@ -90,7 +90,7 @@ const Flag: Record<string, Resolver<Args, Flag>> = {
   configs: (flag, _a, ctx): FlagConfig[] => flags.listConfigs(authFor(ctx), flag.name),
 };
 
-// ---- flag list paging (CONTRACT.md 13) ------------------------------------------------------------
+// ---- flag list paging (docs/graphql.md) --------------------------------------------------------------
 
 Query.flagConnection = (_s, a, ctx) => {
   const page = flags.listFlagPage(authFor(ctx), a, 'graphql');
@@ -98,7 +98,7 @@ Query.flagConnection = (_s, a, ctx) => {
   return { nodes: page.flags, pageInfo: { endCursor: last, hasNextPage: page.hasMore }, totalCount: page.total };
 };
 
-// ---- audit log (CONTRACT.md 11) -------------------------------------------------------------------
+// ---- audit log (docs/audit.md) ------------------------------------------------------------------------
 
 Query.auditLog = (_s, a, ctx) => auditLog(services(ctx), authFor(ctx), { target: a.target, type: a.type, limit: a.first, before: a.before });
 

@@ -1,6 +1,6 @@
 /**
- * `VEXIL_GRAPHQL_MAX_RESULT` (CONTRACT.md 13): before a document runs, an upper bound of the
- * values its result would hold, from the organization's snapshot. A value is one leaf of the
+ * `VEXIL_GRAPHQL_MAX_RESULT` (docs/graphql.md, "Limits"): before a document runs, an upper bound of
+ * the values its result would hold, from the organization's snapshot. A value is one leaf of the
  * result: a scalar or enum field (`null` included), or one item of a list of them; objects and
  * lists themselves are not counted, so `{ flags { name } }` over 100,000 flags is 100,000.
  *
@@ -81,10 +81,10 @@ export interface ResultStats extends ListMaxima {
 
 export type StatName = keyof ResultStats;
 
-/** Management keys one organization may hold (CONTRACT.md 14 `VEXIL_MAX_KEYS_PER_ORG` default). */
+/** Management keys one organization may hold (the `VEXIL_MAX_KEYS_PER_ORG` default, docs/limits.md). */
 export const DEFAULT_MAX_KEYS = 1000;
 
-/** `VEXIL_GRAPHQL_MAX_RESULT` default (CONTRACT.md 13). */
+/** `VEXIL_GRAPHQL_MAX_RESULT` default (docs/graphql.md, "Limits"). */
 export const DEFAULT_MAX_RESULT = 200_000;
 
 /** List fields whose length the snapshot knows, by `Type.field`. */

@@ -1,5 +1,5 @@
 /**
- * `POST /api/graphql` (SPEC 4.3, CONTRACT.md 7). Transport failures are HTTP statuses with
+ * `POST /api/graphql` (docs/graphql.md, "Transport"). Transport failures are HTTP statuses with
  * application/problem+json like REST; everything after the body is read answers 200 with
  * `{data, errors}`.
  *
@@ -36,7 +36,7 @@ export const MAX_QUERY_CHARS = 100 * 1024;
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
-/** CONTRACT.md 7: an evaluation-only key pays from its evaluation bucket, any other from management. */
+/** An evaluation-only key pays from its evaluation bucket, any other from management (docs/graphql.md). */
 export const graphqlBucket = (p: Principal): BucketKind =>
   p.permissions.size === 1 && p.permissions.has('CanEvaluate') ? 'eval' : 'mgmt';
 
@@ -91,7 +91,7 @@ export function graphqlRoutes(rt: Runtime): Route[] {
       pattern: GRAPHQL_PATH,
       maxBodyDepth: MAX_BODY_DEPTH,
       // A body the exchange found nested deeper (jsonObjectBody, after authentication) is answered
-      // like a context over its limit (CONTRACT.md 8): one BAD_REQUEST error, nothing executed.
+      // like a context over its limit (docs/limits.md): one BAD_REQUEST error, nothing executed.
       // Every other transport error keeps problem+json.
       onError: (err) => (err instanceof BodyTooDeepError ? bodyTooDeepReply(rt.config.contextLimits.maxDepth) : errorReply(err)),
       management: {

@@ -1,14 +1,14 @@
 /**
- * The GraphQL schema (CONTRACT.md 7, names binding) and its two custom scalars.
+ * The GraphQL schema (docs/graphql.md; its names are part of the API) and its two custom scalars.
  *
- * Additions to the contract's schema (allowed: "more fields and arguments may be added"):
+ * Fields added to the base schema (docs/graphql.md, "Additions to the contract's schema"):
  * - `FlagConfig.enrollmentCutoff` and `UpsertFlagConfigInput.enrollmentCutoff` (the engine's
- *   enrollment cut-off, CONTRACT.md 6 step 11);
+ *   enrollment cut-off, docs/evaluation.md "Enrollment cut-off");
  * - `Flag.configs`, the flag's stage configurations (what REST `GET /api/flags/{name}` includes);
- * - `viewer` and `explainEvaluation` (CONTRACT.md 12, for the admin web UI).
+ * - `viewer` and `explainEvaluation` (for the admin web UI; README, "Web UI").
  *
- * The audit log's types and `Query.auditLog` (CONTRACT.md 11) are kept together in `auditTypeDefs`,
- * the flag list's paging (`PageInfo`, `FlagConnection`, `Query.flagConnection`, CONTRACT.md 13) in
+ * The audit log's types and `Query.auditLog` (docs/audit.md) are kept together in `auditTypeDefs`,
+ * the flag list's paging (`PageInfo`, `FlagConnection`, `Query.flagConnection`, docs/graphql.md) in
  * `flagPagingTypeDefs`.
  *
  * Scalars:
@@ -38,7 +38,7 @@ import {
 import { parseDateTime } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
 
-/** Audit log (CONTRACT.md 11): the same rules as REST GET /api/audit. */
+/** Audit log (docs/audit.md): the same rules as REST GET /api/audit. */
 const auditTypeDefs = /* GraphQL */ `
 type AuditActor { keyId: ID  keyName: String  operator: Boolean! }
 type AuditTarget { type: String!  name: String!  stage: String  clientId: String }
@@ -198,7 +198,7 @@ type Mutation {
 }
 `;
 
-/** Paging of the flag list (CONTRACT.md 13): the same filters and order as `flags`. */
+/** Paging of the flag list (docs/graphql.md): the same filters and order as `flags`. */
 const flagPagingTypeDefs = /* GraphQL */ `
 type PageInfo {
   """The last node's name (null when the page is empty): pass it as after for the next page."""

@@ -1,13 +1,13 @@
 /**
- * Slow clients (CONTRACT.md 14): a connection that has not sent a whole request head within
- * `headMs` (10 s), or a whole body within `bodyMs` (30 s) of its head, is closed; an idle
- * keep-alive connection is closed after `idleMs` (120 s). How each front enforces them
+ * Slow clients: a connection that has not sent a whole request head within `headMs` (10 s), or a
+ * whole body within `bodyMs` (30 s) of its head, is closed; an idle keep-alive connection is closed
+ * after `idleMs` (120 s). How each front enforces them
  * (docs/limits.md, "Slow clients"):
  *
  * - uWebSockets.js has one timer per socket, compiled in at 10 s (`HTTP_IDLE_TIMEOUT_S`): armed
  *   when a connection opens and when an answer ends, not rearmed by a partial head, so a head must
  *   be whole within 10 s and an idle keep-alive connection is closed after 10 s (sooner than the
- *   contract's 120 s). During a body it is rearmed for 10 s per 160 KiB received, so a 1 MiB body
+ *   documented 120 s). During a body it is rearmed for 10 s per 160 KiB received, so a 1 MiB body
  *   trickled at 16 KiB/s takes a minute; `BodyDeadlines` bounds it. `headMs` and `idleMs` do not apply there.
  * - node:http has `headersTimeout` (head), `keepAliveTimeout` (idle) and `requestTimeout` (head
  *   and body together, a backstop here for bodies no handler reads); `BodyDeadlines` bounds the

@@ -1,12 +1,12 @@
 /**
- * Cross-origin access for the routes a browser application calls from its own origin (OFREP, CONTRACT.md 9),
- * `VEXIL_CORS_ORIGINS`: `*`, or a list of origins. The Fetch standard's rules, the parts that apply
- * to a key sent in a header (never a cookie): an allowed origin is echoed in
- * `Access-Control-Allow-Origin` (with `Vary: Origin`; `*` when any origin is allowed), the headers
- * a client reads are exposed (ETag for 304 polling, Retry-After for 429), and a preflight `OPTIONS`
- * names the methods and request headers the route takes. No credentials mode: nothing is in cookies.
- * An origin that is not allowed gets no CORS headers (its browser then refuses the answer) and a
- * 403 to its preflight.
+ * Cross-origin access for the routes a browser application calls from its own origin (OFREP;
+ * docs/ofrep.md, "Browsers on another origin (CORS)"), `VEXIL_CORS_ORIGINS`: `*`, or a list of
+ * origins. The Fetch standard's rules, the parts that apply to a key sent in a header (never a
+ * cookie): an allowed origin is echoed in `Access-Control-Allow-Origin` (with `Vary: Origin`; `*`
+ * when any origin is allowed), the headers a client reads are exposed (ETag for 304 polling,
+ * Retry-After for 429), and a preflight `OPTIONS` names the methods and request headers the route
+ * takes. No credentials mode: nothing is in cookies. An origin that is not allowed gets no CORS
+ * headers (its browser then refuses the answer) and a 403 to its preflight.
  */
 import { VexilError } from '../domain/errors.js';
 import { errorReply } from './problem.js';

@@ -18,7 +18,7 @@ import { asVexilError, errorReply } from './problem.js';
 import type { Route } from './router.js';
 
 export const MAX_BODY_BYTES = 1 << 20;
-/** `VEXIL_MAX_ANSWER_BYTES` default: 256 MiB (CONTRACT.md 13). */
+/** `VEXIL_MAX_ANSWER_BYTES` default: 256 MiB (docs/limits.md, "Large answers"). */
 export const DEFAULT_MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 /** What a front provides to answer one exchange. */
@@ -76,7 +76,7 @@ export class ExchangeContext {
   constructor(
     log: Logger,
     private readonly observer: ExchangeObserver | null = null,
-    /** `VEXIL_MAX_ANSWER_BYTES`: the largest body `sendReply` serialises (CONTRACT.md 13). */
+    /** `VEXIL_MAX_ANSWER_BYTES`: the largest body `sendReply` serialises (docs/limits.md). */
     readonly maxAnswerBytes = DEFAULT_MAX_ANSWER_BYTES,
   ) {
     this.log = log.child({ component: 'http' });
@@ -153,15 +153,15 @@ export class ExchangeContext {
   }
 }
 
-/** How to ask a route for less, by route pattern (REST paging, CONTRACT.md 13). */
+/** How to ask a route for less, by route pattern (REST paging, docs/api.md#listing-and-paging). */
 const PAGING_HINTS: Record<string, string> = {
   '/api/flags': 'page with ?limit= (1-1000) and ?after= (the last flag name of the previous page)',
   '/api/audit': 'page with ?limit= and ?before= (the last event id of the previous page)',
 };
 
 /**
- * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (CONTRACT.md 13): it names the bound and
- * the way to page.
+ * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (docs/limits.md, "Large answers"): it names
+ * the bound and the way to page.
  */
 export function answerTooLargeError(limit: number, route: Route | null): VexilError {
   const hint = (route !== null ? PAGING_HINTS[route.pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
@@ -297,9 +297,10 @@ export const tooLargeError = () => new VexilError('PAYLOAD_TOO_LARGE', `Request 
 
 /**
  * Collects a request body as its chunks arrive, for every front: the size cap (413), and for a
- * route with `maxBodyDepth` and a JSON content type the nesting scan (CONTRACT.md 8). A body found
- * too deep is no longer kept: the rest of it is only counted, never copied or scanned, so a
- * 100,000-deep context costs the node what it reads, not what it would buffer and scan.
+ * route with `maxBodyDepth` and a JSON content type the nesting scan (docs/limits.md, "Evaluation
+ * contexts"). A body found too deep is no longer kept: the rest of it is only counted, never copied
+ * or scanned, so a 100,000-deep context costs the node what it reads, not what it would buffer and
+ * scan.
  */
 export class BodyReader {
   private chunks: Buffer[] = [];
@@ -335,7 +336,7 @@ export class BodyReader {
 }
 
 /**
- * A JSON body nested deeper than its route's `Route.maxBodyDepth` (CONTRACT.md 8), as the front
+ * A JSON body nested deeper than its route's `Route.maxBodyDepth` (docs/limits.md), as the front
  * found while it arrived (`Incoming.bodyTooDeep`): thrown by `jsonObjectBody`, so it is refused
  * where the handler reads its body (after authentication) and before JSON.parse spends time on it.
  * A 400; a route that words it differently, or answers in another shape, maps this type in its

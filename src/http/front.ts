@@ -22,7 +22,7 @@ export interface FrontOptions {
   /** Tests: force the fallback front. */
   forceFallback?: boolean;
   candidates?: UwsCandidate[];
-  /** Slow-client bounds (CONTRACT.md 14); the contract's by default. */
+  /** Slow-client bounds (docs/limits.md, "Slow clients"); 10 s, 30 s and 120 s by default. */
   timeouts?: ClientTimeouts;
 }
 

@@ -140,8 +140,9 @@ export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: R
   const table = new RouteTable(groupByPattern(routes));
   const bodies = new BodyDeadlines(timeouts.bodyMs);
 
-  // Slow clients (CONTRACT.md 14, client-timeouts.ts). Node checks head and request deadlines on
-  // an interval (30 s by default): a few times per head timeout keeps them close to their bound.
+  // Slow clients (docs/limits.md, "Slow clients"; client-timeouts.ts). Node checks head and request
+  // deadlines on an interval (30 s by default): a few times per head timeout keeps them close to
+  // their bound.
   const server = createServer({
     headersTimeout: timeouts.headMs,
     // Head and body together: the bound for bodies that no handler reads (404, 405, 413).

@@ -1,4 +1,4 @@
-/** RFC 9457 problem details for every REST error (CONTRACT.md 5), and the reply that carries them. */
+/** RFC 9457 problem details for every REST error (docs/api.md#errors), and the reply that carries them. */
 import { httpCode, VexilError, type ErrorCode } from '../domain/errors.js';
 import type { Reply } from './handler.js';
 import { STATUS_TEXT } from './status.js';

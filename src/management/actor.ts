@@ -127,7 +127,7 @@ export class ManagementActorThread {
   }
 
   /**
-   * A cut database connection must not end this thread (CONTRACT.md 14): a driver error about a
+   * A cut database connection must not end this thread (docs/storage.md): a driver error about a
    * lost connection that reaches no caller (a rejection nobody awaits, a socket error after its
    * connection was dropped) is logged and dropped; the driver reconnects on the next query. Any
    * other uncaught error still ends the thread, and the front starts a new actor.

@@ -1,6 +1,7 @@
 /**
- * Idempotency-Key (CONTRACT.md 14), in one place: the management actor runs every REST write
- * (POST, PUT, PATCH, DELETE of the management, key and operator APIs) through `withIdempotency`.
+ * Idempotency-Key (docs/api.md#idempotency-key), in one place: the management actor runs every REST
+ * write (POST, PUT, PATCH, DELETE of the management, key and operator APIs) through
+ * `withIdempotency`.
  *
  * - The header: 1–255 visible ASCII characters, else 400. Scoped to the calling key (`key:<id>`)
  *   or to the operator (`operator`).

@@ -1,6 +1,6 @@
 /**
- * Prometheus metrics for one node (CONTRACT.md 10), on a registry of its own so several nodes can
- * share a process (tests). Label values are only route templates, methods, status codes and
+ * Prometheus metrics for one node (README, "Metrics"), on a registry of its own so several nodes
+ * can share a process (tests). Label values are only route templates, methods, status codes and
  * reason codes: never a flag name, user id or key value.
  *
  * Hot-path cost: an HTTP observation is a few increments on its route's pre-built RouteStats (no

@@ -1,8 +1,9 @@
 /**
- * Operations endpoints (CONTRACT.md 10): `/livez`, `/readyz`, `/healthz` and `/metrics`. None of
- * them needs a Management Key or shows one; `/metrics` asks for `Authorization: Bearer <token>`
- * when VEXIL_METRICS_TOKEN is set. A missing or wrong token spends the client address's
- * failed-authentication budget (CONTRACT.md 8 and 14), as a wrong key or operator token does.
+ * Operations endpoints (docs/api.md#operations, README "Operating Vexil"): `/livez`, `/readyz`,
+ * `/healthz` and `/metrics`. None of them needs a Management Key or shows one; `/metrics` asks for
+ * `Authorization: Bearer <token>` when VEXIL_METRICS_TOKEN is set. A missing or wrong token spends
+ * the client address's failed-authentication budget (docs/limits.md, "Failed authentications"), as
+ * a wrong key or operator token does.
  */
 import type { AuthFailureBudget } from '../auth/auth-failures.js';
 import { checkAuthBudget, refuse } from '../auth/authenticate.js';

@@ -5,11 +5,12 @@
  * event-loop turn travel together (up to `maxBatch`), encoded in one transferred buffer
  * (protocol.ts).
  *
- * Isolation (CONTRACT.md 8): an item that cannot be encoded fails its own request with 400 and
- * never reaches a worker; a worker answers each item on its own (an error in one is that item's
- * answer); a batch whose worker died is retried item by item, each in a task of its own, so a
- * poison item fails only itself. Evaluations handed to the pool and not yet answered are counted
- * (`queued`); past `queueMax` a request is refused with 503 and `Retry-After: 1` instead of queued.
+ * Isolation (docs/cluster.md, "Worker pool"): an item that cannot be encoded fails its own request
+ * with 400 and never reaches a worker; a worker answers each item on its own (an error in one is
+ * that item's answer); a batch whose worker died is retried item by item, each in a task of its
+ * own, so a poison item fails only itself. Evaluations handed to the pool and not yet answered are
+ * counted (`queued`); past `queueMax` a request is refused with 503 and `Retry-After: 1` instead of
+ * queued.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -81,7 +82,7 @@ export class EvalPool {
   readonly policy: HandOffPolicy;
   /** Inline REST evaluations so far (`inlineStart` times every 32nd). */
   private inlineCalls = 0;
-  /** Evaluations handed to the pool and not yet answered (CONTRACT.md 8 VEXIL_EVAL_QUEUE_MAX). */
+  /** Evaluations handed to the pool and not yet answered (bounded by VEXIL_EVAL_QUEUE_MAX). */
   queued = 0;
   /** Requests handed to the workers so far (tests and diagnostics; a retried one counts once). */
   itemsSent = 0;

@@ -1,9 +1,9 @@
 /**
- * Per-key token buckets (CONTRACT.md 1): `rate` tokens per second, burst = one second's worth,
- * but never less than one token: below 1/s (a low setting, or a cluster share of it) a bucket
- * capped at less than one token could never admit a request.
- * Each Management Key has an evaluation bucket and a management bucket. Pure apart from the clock,
- * which is injected so tests can drive it.
+ * Per-key token buckets (docs/api.md#order-of-checks): `rate` tokens per second, burst = one
+ * second's worth, but never less than one token: below 1/s (a low setting, or a cluster share of
+ * it) a bucket capped at less than one token could never admit a request. Each Management Key has
+ * an evaluation bucket and a management bucket. Pure apart from the clock, which is injected so
+ * tests can drive it.
  */
 
 export interface Bucket {
@@ -82,8 +82,9 @@ export class RateLimiter {
   }
 
   /**
-   * Charges `n` tokens without refusing; the bucket may go negative by at most `maxDebt`
-   * (GraphQL: every `evaluate` after the first, CONTRACT.md 7). Later requests wait until it refills.
+   * Charges `n` tokens without refusing; the bucket may go negative by at most `maxDebt` (GraphQL:
+   * every `evaluate` after the first, docs/graphql.md "Rate limiting"). Later requests wait until
+   * it refills.
    */
   charge(kind: BucketKind, keyId: string, n: number, maxDebt: number): void {
     if (n <= 0) return;

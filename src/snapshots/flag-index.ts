@@ -1,7 +1,7 @@
 /**
- * The flag list's index (CONTRACT.md 13): an organization's flags sorted by name, beside its
- * snapshot, so that a page of `GET /api/flags` or GraphQL `flags` / `flagConnection` at 100,000
- * flags neither sorts nor scans the organization.
+ * The flag list's index (docs/snapshots.md, "The flag list's index"): an organization's flags
+ * sorted by name, beside its snapshot, so that a page of `GET /api/flags` or GraphQL `flags` /
+ * `flagConnection` at 100,000 flags neither sorts nor scans the organization.
  *
  * - One sorted array of every flag, and one per application (keyed by the lower-cased name, as
  *   application names compare case-insensitively): a page is a binary search for `after` and a

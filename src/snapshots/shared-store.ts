@@ -1,6 +1,6 @@
 /**
  * One copy of every organization's flag data per node, in shared memory, for the evaluation
- * workers (issue 8 item 1; docs/snapshots.md).
+ * workers (docs/snapshots.md).
  *
  * The front thread writes each change once (`SharedStoreWriter`, fed by the snapshot registry);
  * every worker reads the same bytes (`SharedStoreReader`) and compiles a flag only when it is

@@ -5,8 +5,9 @@ import { VexilError } from '../domain/errors.js';
 export interface PostgresOptions {
   max?: number;
   /**
-   * VEXIL_DB_STATEMENT_TIMEOUT_MS (CONTRACT.md 14): set on every connection as `statement_timeout`,
-   * `lock_timeout` and `idle_in_transaction_session_timeout`. Unset: the server's defaults.
+   * VEXIL_DB_STATEMENT_TIMEOUT_MS (docs/storage.md): set on every connection as
+   * `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`. Unset: the
+   * server's defaults.
    */
   statementTimeoutMs?: number;
 }

@@ -1,6 +1,6 @@
 /**
- * JSON serialisation with an output bound (CONTRACT.md 13: no answer is assembled in a way that
- * can fail for its size).
+ * JSON serialisation with an output bound (docs/limits.md, "Large answers": no answer is assembled
+ * in a way that can fail for its size).
  *
  * `JSON.stringify` builds the whole text as one string before anyone can look at its size: an
  * answer of a few hundred MiB costs that much memory first and then a `RangeError` ("Invalid

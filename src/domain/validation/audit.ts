@@ -1,4 +1,4 @@
-/** Audit log queries (CONTRACT.md 11): REST query parameters and GraphQL `auditLog` arguments. */
+/** Audit log queries (docs/audit.md, "Reading the log"): REST query parameters and GraphQL `auditLog` arguments. */
 import { z } from 'zod';
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../types.js';
 import { parseInput } from './common.js';

@@ -1,7 +1,8 @@
 /**
- * Size limits of an evaluation context (CONTRACT.md 8): `VEXIL_CONTEXT_MAX_DEPTH` and
- * `VEXIL_CONTEXT_MAX_VALUES`. Used for the REST evaluation body, the GraphQL `evaluate` context
- * (literal or variable) and OFREP's `context`, before anything is evaluated or handed to a worker.
+ * Size limits of an evaluation context (docs/limits.md, "Evaluation contexts"):
+ * `VEXIL_CONTEXT_MAX_DEPTH` and `VEXIL_CONTEXT_MAX_VALUES`. Used for the REST evaluation body, the
+ * GraphQL `evaluate` context (literal or variable) and OFREP's `context`, before anything is
+ * evaluated or handed to a worker.
  *
  * Counting: the context object itself is depth 1 and each nested object or array adds one
  * (`{"a": {"b": 1}}` has depth 2); every JSON value counts toward the value limit, the context
@@ -66,11 +67,11 @@ export function measureContext(value: unknown, limits: ContextLimits, baseDepth 
   return { depth, values, exceeded: null };
 }
 
-/** The BAD_REQUEST of a context nested deeper than `VEXIL_CONTEXT_MAX_DEPTH` (CONTRACT.md 8). */
+/** The BAD_REQUEST of a context nested deeper than `VEXIL_CONTEXT_MAX_DEPTH`. */
 export const contextTooDeepError = (limits: ContextLimits, what = 'context'): VexilError =>
   badRequest(`${what}: nested deeper than VEXIL_CONTEXT_MAX_DEPTH (${limits.maxDepth} levels)`);
 
-/** The BAD_REQUEST naming the limit a context exceeds (CONTRACT.md 8), or null. */
+/** The BAD_REQUEST naming the limit a context exceeds, or null. */
 export function contextLimitError(size: ContextSize, limits: ContextLimits, what = 'context'): VexilError | null {
   if (size.exceeded === 'depth') return contextTooDeepError(limits, what);
   if (size.exceeded === 'values') {
@@ -79,7 +80,7 @@ export function contextLimitError(size: ContextSize, limits: ContextLimits, what
   return null;
 }
 
-/** Throws the BAD_REQUEST of CONTRACT.md 8 when `context` exceeds a limit. */
+/** Throws the BAD_REQUEST naming the limit when `context` exceeds one. */
 export function checkContextLimits(context: unknown, limits: ContextLimits, what = 'context'): void {
   const err = contextLimitError(measureContext(context, limits), limits, what);
   if (err !== null) throw err;

@@ -25,10 +25,10 @@ export interface EvaluationBody {
 const EVAL_FIELDS = new Set(['userId', 'stage', 'clientId', 'context']);
 
 /**
- * Body of `POST /flags/{name}` (SPEC 4.1). Missing or null stage / userId: "stage is required" /
- * "userId is required". userId is a non-empty string of at most 1024 characters; clientId a
- * non-empty string or null; context a plain object or null, within the size `limits`
- * (CONTRACT.md 8, context-limits.ts). Unknown fields are 400.
+ * Body of `POST /flags/{name}` (docs/api.md#evaluation). Missing or null stage / userId: "stage is
+ * required" / "userId is required". userId is a non-empty string of at most 1024 characters;
+ * clientId a non-empty string or null; context a plain object or null, within the size `limits`
+ * (docs/limits.md, context-limits.ts). Unknown fields are 400.
  */
 export function parseEvaluationBody(data: unknown, limits: ContextLimits = DEFAULT_CONTEXT_LIMITS): EvaluationBody {
   if (!isPlainObject(data))

@@ -1,7 +1,7 @@
 /**
- * Paging and search of the flag list (CONTRACT.md 13): REST `GET /api/flags` query parameters
- * and the arguments of GraphQL `flags` / `flagConnection`, both parsed into one `FlagListQuery`
- * so that the two cannot drift apart.
+ * Paging and search of the flag list (docs/api.md#listing-and-paging): REST `GET /api/flags` query
+ * parameters and the arguments of GraphQL `flags` / `flagConnection`, both parsed into one
+ * `FlagListQuery` so that the two cannot drift apart.
  *
  * - REST: `limit`, `after`, `q`, `application`, `type`, `archived`, as text. Unknown parameters
  *   are 400, like unknown body fields (a parameter given twice is refused before this, by the

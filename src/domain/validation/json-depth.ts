@@ -1,9 +1,9 @@
 /**
  * The nesting depth of a JSON text, up to a bound, without parsing it: V8's JSON.parse takes
  * ~100 ms on a 100,000-deep body (deep object graphs are slow to build), so bodies are scanned
- * first and refused when they nest deeper than anything acceptable (CONTRACT.md 8). One pass over
- * the bytes, stopping at the first level past `max`; strings (and their escapes) are skipped, a
- * quote at a time. Pure.
+ * first and refused when they nest deeper than anything acceptable (docs/limits.md, "Evaluation
+ * contexts"). One pass over the bytes, stopping at the first level past `max`; strings (and their
+ * escapes) are skipped, a quote at a time. Pure.
  */
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

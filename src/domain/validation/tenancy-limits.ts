@@ -1,5 +1,5 @@
 /**
- * Tenancy limits (CONTRACT.md 14, docs/limits.md). Pure: the limits come from the caller
+ * Tenancy limits (docs/limits.md, "Tenancy limits"). Pure: the limits come from the caller
  * (`Config.tenancyLimits`), defaulting to the documented defaults.
  *
  * - Size limits (rules, conditions, variants, value bytes) are checked here: one over is 400

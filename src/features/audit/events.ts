@@ -1,5 +1,5 @@
 /**
- * The audit events each kind of write records (CONTRACT.md 11): target, application and
+ * The audit events each kind of write records (docs/audit.md, "Actions"): target, application and
  * before/after, built in one place so that every service describes its changes alike.
  */
 import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView } from '../../domain/types.js';

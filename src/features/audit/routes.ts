@@ -1,4 +1,4 @@
-/** REST `GET /api/audit?target=&type=&limit=&before=` (CONTRACT.md 11): a bare JSON array, newest first.
+/** REST `GET /api/audit?target=&type=&limit=&before=` (docs/api.md#audit-log): a bare JSON array, newest first.
  * Run by the management actor (src/management/). */
 import { admitKey, admittedKey } from '../../auth/admission.js';
 import { queryObject } from '../../http/query.js';

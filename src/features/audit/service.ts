@@ -1,8 +1,8 @@
 /**
- * Reading the audit log (CONTRACT.md 11), shared by REST `GET /api/audit` and GraphQL `auditLog`.
- * Needs CanRead. A key with an application scope sees only the events of its application (flag and
- * configuration events); other events are left out, not refused. Key events need Admin.
- * Recording is not here: every write records its event in `../write.ts`.
+ * Reading the audit log (docs/audit.md, "Reading the log"), shared by REST `GET /api/audit` and
+ * GraphQL `auditLog`. Needs CanRead. A key with an application scope sees only the events of its
+ * application (flag and configuration events); other events are left out, not refused. Key events
+ * need Admin. Recording is not here: every write records its event in `../write.ts`.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
 import { has, requirePermission } from '../../auth/permissions.js';

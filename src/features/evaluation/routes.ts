@@ -1,4 +1,4 @@
-/** REST evaluation, `POST /flags/{name}` (SPEC 4.1): the hot path. */
+/** REST evaluation, `POST /flags/{name}` (docs/api.md#evaluation): the hot path. */
 import { clientAddress } from '../../auth/client-address.js';
 import { authenticate, type Authenticated } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/permissions.js';
@@ -33,7 +33,7 @@ export function evaluationRoutes(rt: Runtime): Route[] {
       method: 'post',
       pattern: '/flags/:name',
       // The body object is one level above its context: anything deeper cannot pass, and is refused
-      // by the exchange (jsonObjectBody) before JSON.parse spends time building it (CONTRACT.md 8).
+      // by the exchange (jsonObjectBody) before JSON.parse spends time building it (docs/limits.md).
       maxBodyDepth: rt.config.contextLimits.maxDepth + 1,
       // ... in the words of the context's own limit.
       onError: (err) => errorReply(err instanceof BodyTooDeepError ? contextTooDeepError(rt.config.contextLimits) : err),

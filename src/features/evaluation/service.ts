@@ -34,10 +34,10 @@ export function countEvaluations(counts: EvalCounts, evs: readonly Evaluation[])
 }
 
 /**
- * CONTRACT.md 6 step 1 after the 400s (the caller has checked that stage and userId are present):
- * permission (403), flag in the organization (404), application scope (403), environment scope
- * (403, the key's spelling wins), stage an environment of the organization (404). Returns what the
- * engine needs.
+ * Step 1 of docs/evaluation.md, "Order", after the 400s (the caller has checked that stage and
+ * userId are present): permission (403), flag in the organization (404), application scope (403),
+ * environment scope (403, the key's spelling wins), stage an environment of the organization (404).
+ * Returns what the engine needs.
  */
 export function checkEvaluation(auth: Authenticated, flagName: string, input: EvaluationRequest): { flag: CompiledFlag; req: EvaluationRequest } {
   requireEvaluator(auth.principal);
@@ -81,8 +81,8 @@ export function resolveStage(auth: Authenticated, requested: string, environment
 }
 
 /**
- * CONTRACT.md 12 `explainEvaluation`: what `evaluate` would answer, for a person who can read the
- * flag. CanRead (CanWrite includes it) and the read scope rules: the application scope applies,
+ * `explainEvaluation` (README, "Web UI"): what `evaluate` would answer, for a person who can read
+ * the flag. CanRead (CanWrite includes it) and the read scope rules: the application scope applies,
  * org-wide keys are welcome, and an environment scope does not restrict it (reads are not
  * environment-scoped). Runs on this thread, from the snapshot; not counted (not traffic).
  */

@@ -1,9 +1,9 @@
 /**
- * REST `GET /api/flags` (CONTRACT.md 13): the query string in, a bare JSON array out, with
- * `X-Total-Count` (flags matching the filters within the key's scope) on every answer and, when a
- * `limit` page has more matching flags after it, `Link: <next page>; rel="next"` (RFC 8288). The
- * next page's URL repeats the request's parameters with `after` set to the page's last name; it is
- * absolute, on VEXIL_PUBLIC_URL when set, else on the request's `Host` (as OFREP's
+ * REST `GET /api/flags` (docs/api.md#listing-and-paging): the query string in, a bare JSON array
+ * out, with `X-Total-Count` (flags matching the filters within the key's scope) on every answer
+ * and, when a `limit` page has more matching flags after it, `Link: <next page>; rel="next"` (RFC
+ * 8288). The next page's URL repeats the request's parameters with `after` set to the page's last
+ * name; it is absolute, on VEXIL_PUBLIC_URL when set, else on the request's `Host` (as OFREP's
  * `eventStreams`), and a path alone when the request has no usable Host.
  */
 import type { Authenticated } from '../../auth/authenticate.js';

@@ -1,4 +1,4 @@
-/** REST flag management (SPEC 4.2, CONTRACT.md 5); run by the management actor (src/management/). */
+/** REST flag management (docs/api.md#flags); run by the management actor (src/management/). */
 import { admitKey, admittedKey } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';

@@ -1,14 +1,14 @@
 /**
- * Flag management (SPEC 4.2, CONTRACT.md 5): the functions REST and GraphQL both call, so that
+ * Flag management (docs/api.md#flags): the functions REST and GraphQL both call, so that
  * permissions, scopes, validation and conflicts cannot drift apart. Reads come from this node's
  * snapshot (no database work); writes go through `writeOrg` and check the stored state inside the
- * transaction, where the organization is locked. Each write returns its audit event (CONTRACT.md
- * 11) to `writeOrg`, which records it in the same transaction.
+ * transaction, where the organization is locked. Each write returns its audit event (docs/audit.md)
+ * to `writeOrg`, which records it in the same transaction.
  *
  * Check order: permission (403), environment scope of flag-level writes (403), body (400, size
  * limits included), flag exists (404), application scope (403), environment scope of a
  * configuration (403), then semantic validation (400), conflicts (409) and count limits (409
- * QUOTA_EXCEEDED). Limits: CONTRACT.md 14, `rt.config.tenancyLimits`.
+ * QUOTA_EXCEEDED). Limits: docs/limits.md "Tenancy limits", `rt.config.tenancyLimits`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
@@ -55,7 +55,7 @@ function visible(auth: Authenticated, name: string): CompiledFlag {
   return compiled;
 }
 
-/** One page of the flag list (CONTRACT.md 13). */
+/** One page of the flag list (docs/api.md#listing-and-paging). */
 export interface FlagPage {
   /** Sorted by name. */
   flags: Flag[];
@@ -139,13 +139,13 @@ function canonicalEnvironments(org: Organization, names: string[]): string[] {
 }
 
 /**
- * Dependencies (SPEC 2.2, 4.2): each parent exists, has every environment of the dependent flag
+ * Dependencies (docs/api.md#flags): each parent exists, has every environment of the dependent flag
  * (409), and lists only its own variants; the graph stays acyclic (409).
  *
- * CONTRACT.md 14: when `writer` is given (the dependencies are being written), each parent must
- * be a flag that key can read. For a key with application scope, a parent outside its scope and a
- * parent that does not exist are the same 403, so the answer tells nothing about the parent. An
- * organization-wide key reads every flag: for it, a missing parent stays 400.
+ * When `writer` is given (the dependencies are being written), each parent must be a flag that key
+ * can read. For a key with application scope, a parent outside its scope and a parent that does not
+ * exist are the same 403, so the answer tells nothing about the parent. An organization-wide key
+ * reads every flag: for it, a missing parent stays 400.
  */
 async function checkDependencies(
   tx: Queryable,

@@ -1,4 +1,4 @@
-/** REST key management (CONTRACT.md 4); run by the management actor (src/management/). */
+/** REST key management (docs/api.md#key-management); run by the management actor (src/management/). */
 import { admitKey, admittedKey } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
@@ -13,8 +13,8 @@ export function keyRoutes(rt: Runtime): Route[] {
       pattern: '/api/keys',
       management,
       handler: async (inc) => {
-        // CONTRACT.md 4: the 201 body is exactly {id, name, key, permissions, application,
-        // environment, disabled, createdAt}; a new key has no rotatedAt to report.
+        // The 201 body is exactly {id, name, key, permissions, application, environment, disabled,
+        // createdAt} (docs/api.md#key-management); a new key has no rotatedAt to report.
         const { key, record } = await keys.createKey(rt, admittedKey(rt, inc), jsonObjectBody(inc));
         const { rotatedAt: _rotatedAt, ...created } = record;
         return { status: 201, body: { ...created, key } };

@@ -1,8 +1,9 @@
 /**
- * Management Keys (CONTRACT.md 4): Admin on an org-wide key manages the keys of its own
- * organization. A key value is shown once, at creation and at each rotation. Disabling, rotating or
- * deleting a key drops it from this node's cache at once and tells the other nodes. Every change
- * goes through `writeOrgKeys` with its audit event (the key record, never its value or hash).
+ * Management Keys (docs/api.md#key-management): Admin on an org-wide key manages the keys of its
+ * own organization. A key value is shown once, at creation and at each rotation. Disabling,
+ * rotating or deleting a key drops it from this node's cache at once and tells the other nodes.
+ * Every change goes through `writeOrgKeys` with its audit event (the key record, never its value or
+ * hash).
  */
 import { randomUUID } from 'node:crypto';
 import type { Authenticated } from '../../auth/authenticate.js';
@@ -34,8 +35,8 @@ export function forgetKey(rt: Runtime, orgId: string, keyId: string): void {
 }
 
 /**
- * CONTRACT.md 12: the calling key's own record (never its value), for any valid key whatever its
- * permissions, so that a client can show only what the key may do.
+ * `GET /api/keys/self` and GraphQL `viewer`: the calling key's own record (never its value), for
+ * any valid key whatever its permissions, so that a client can show only what the key may do.
  */
 export async function selfKey(rt: Runtime, auth: Authenticated): Promise<KeyView> {
   const key = await store.getKey(rt.db, auth.principal.orgId, auth.principal.keyId);
@@ -113,9 +114,9 @@ export function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise
 }
 
 /**
- * CONTRACT.md 14: the organization always keeps an enabled Admin key. Disabling or deleting the
- * last one is 409 CONFLICT (the operator API can issue a new one). Runs inside the write, where
- * the organization is locked, so two concurrent removals cannot both pass.
+ * The organization always keeps an enabled Admin key. Disabling or deleting the last one is 409
+ * CONFLICT (the operator API can issue a new one). Runs inside the write, where the organization is
+ * locked, so two concurrent removals cannot both pass.
  */
 async function keepAnAdmin(tx: Queryable, orgId: string, key: KeyView): Promise<void> {
   const admins = await store.enabledAdminKeyIds(tx, orgId);

@@ -1,5 +1,5 @@
 /**
- * OFREP's routes in the OpenAPI document (CONTRACT.md 9), in open-feature/protocol's shapes.
+ * OFREP's routes in the OpenAPI document (docs/ofrep.md), in open-feature/protocol's shapes.
  * Registered next to the routes; test/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';

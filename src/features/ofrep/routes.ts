@@ -1,5 +1,5 @@
 /**
- * OFREP routes (CONTRACT.md 9): `POST /ofrep/v1/evaluate/flags/{key}` and
+ * OFREP routes (docs/ofrep.md): `POST /ofrep/v1/evaluate/flags/{key}` and
  * `POST /ofrep/v1/evaluate/flags`. An adapter over the OFREP service; errors answer in OFREP's
  * shapes (`{key, errorCode, errorDetails}` for 400/404, `{errorDetails}` otherwise), never
  * problem+json.
@@ -60,7 +60,7 @@ export function ofrepKey(inc: Incoming): string {
 
 /**
  * The body as an OFREP request; a body that is not a JSON object is PARSE_ERROR, one the exchange
- * found nested too deep (`BodyTooDeepError`, CONTRACT.md 8) INVALID_CONTEXT, in the words of the
+ * found nested too deep (`BodyTooDeepError`, docs/limits.md) INVALID_CONTEXT, in the words of the
  * context's own limit.
  */
 function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimits): OfrepRequest {
@@ -103,7 +103,8 @@ export function ofrepRoutes(rt: Runtime): Route[] {
   const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
   const events = async (inc: Incoming): Promise<Reply> => {
     const grant = await authorizeStream(rt, queryParam(inc.query, 'token'), clientAddress(inc));
-    // CONTRACT.md 14's 429 RATE_LIMITED, in OFREP's shape like every error of this route (CONTRACT.md 9).
+    // Past VEXIL_SSE_MAX_STREAMS_PER_KEY: 429 RATE_LIMITED, in OFREP's shape like every error of this
+    // route (docs/ofrep.md, "The event stream").
     if (hub.full(grant.keyId)) throw tooManyStreams(rt.config.sseMaxStreamsPerKey);
     return {
       status: 200,

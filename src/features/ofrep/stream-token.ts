@@ -1,5 +1,6 @@
 /**
- * The token in an OFREP event-stream URL (CONTRACT.md 9: the URL holds no key value).
+ * The token in an OFREP event-stream URL (docs/ofrep.md, "The event stream": the URL holds no key
+ * value).
  *
  *   token = <keyId> "." <expiry, unix seconds> "." base64url(HMAC-SHA256(storedHash, "ofrep-sse:" keyId ":" expiry))[0..32]
  *

@@ -1,6 +1,6 @@
 /**
- * Operator API (CONTRACT.md 3): 404 unless VEXIL_OPERATOR_TOKEN is set; 401 on a wrong token
- * (auth/admission.ts `admitOperator`, on the front thread). Run by the management actor.
+ * Operator API (docs/api.md#operator-api): 404 unless VEXIL_OPERATOR_TOKEN is set; 401 on a wrong
+ * token (auth/admission.ts `admitOperator`, on the front thread). Run by the management actor.
  */
 import { admitOperator } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
@@ -24,7 +24,7 @@ export function operatorRoutes(rt: Runtime): Route[] {
       handler: async (inc) => ({ status: 200, body: await patchOrganization(rt, inc.params[0], jsonObjectBody(inc)) }),
     },
     {
-      // CONTRACT.md 14: a new Admin key for an existing organization. Takes no body.
+      // A new Admin key for an existing organization. Takes no body.
       method: 'post',
       pattern: '/api/operator/organizations/:name/admin-keys',
       management,

@@ -1,4 +1,4 @@
-/** Operator API (CONTRACT.md 3): organizations and their subscriptions, behind VEXIL_OPERATOR_TOKEN. */
+/** Operator API (docs/api.md#operator-api): organizations and their subscriptions, behind VEXIL_OPERATOR_TOKEN. */
 import { conflict, notFound } from '../../domain/errors.js';
 import type { Organization } from '../../domain/types.js';
 import { parseCreateOrganization, parsePatchOrganization } from '../../domain/validation.js';
@@ -53,10 +53,9 @@ export async function patchOrganization(rt: Runtime, name: string, raw: unknown)
 }
 
 /**
- * CONTRACT.md 14: a new organization-wide Admin key for an existing organization (for instance
- * when its Admin key values are lost). Recorded in that organization's log as `key.create` by
- * `{operator: true}` (the key record, never its value). The key counts against
- * VEXIL_MAX_KEYS_PER_ORG like any other.
+ * A new organization-wide Admin key for an existing organization (for instance when its Admin key
+ * values are lost). Recorded in that organization's log as `key.create` by `{operator: true}` (the
+ * key record, never its value). The key counts against VEXIL_MAX_KEYS_PER_ORG like any other.
  */
 export async function issueAdminKey(rt: Runtime, name: string): Promise<{ adminKey: string }> {
   const org = await getOrgByName(rt.db, name);

@@ -1,7 +1,7 @@
 /**
- * First start (CONTRACT.md 2): with an empty database, create organization `default` and one
- * org-wide admin key. Returns the key value only when it was generated here, so the caller prints
- * it once; with VEXIL_BOOTSTRAP_ADMIN_KEY the value is the operator's and is never printed.
+ * First start (README, "Quick start"): with an empty database, create organization `default` and
+ * one org-wide admin key. Returns the key value only when it was generated here, so the caller
+ * prints it once; with VEXIL_BOOTSTRAP_ADMIN_KEY the value is the operator's and is never printed.
  */
 import type { Database } from '../../storage/database.js';
 import { countOrgs } from './store.js';

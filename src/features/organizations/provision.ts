@@ -1,6 +1,6 @@
 /**
  * Creating an organization with its first admin key: used by the operator API and by the first
- * start's bootstrap (CONTRACT.md 2, 3).
+ * start's bootstrap (docs/api.md#operator-api; README, "Quick start").
  */
 import { randomUUID } from 'node:crypto';
 import type { ManagementKey, Organization } from '../../domain/types.js';

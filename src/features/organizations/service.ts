@@ -1,7 +1,8 @@
 /**
- * Organization settings managed over GraphQL (SPEC 1, CONTRACT.md 7): environments, applications
- * and the kill switch. Changing them needs CanWrite on a key without application or environment
- * scope. Removing a name still in use is CONFLICT; renaming cascades to every use.
+ * Organization settings managed over GraphQL (docs/graphql.md, "Fields and permissions"):
+ * environments, applications and the kill switch. Changing them needs CanWrite on a key without
+ * application or environment scope. Removing a name still in use is CONFLICT; renaming cascades to
+ * every use.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
 import { requirePermission, requireUnscoped } from '../../auth/permissions.js';

@@ -1,4 +1,4 @@
-/** The web UI's routes in the OpenAPI document (CONTRACT.md 12): static files, no credential. */
+/** The web UI's routes in the OpenAPI document (docs/api.md#admin-web-ui): static files, no credential. */
 import { registerOperations } from '../../openapi/operations.js';
 
 const redirect = { description: 'Found: the UI lives at /ui/', headers: { location: '/ui/' } };

@@ -1,6 +1,6 @@
 /**
- * The admin web UI's routes (CONTRACT.md 12): `GET /` and `GET /ui` redirect to `/ui/`, and
- * `GET /ui/*` serves the built files from memory (loaded once, here, at start).
+ * The admin web UI's routes (docs/api.md#admin-web-ui): `GET /` and `GET /ui` redirect to `/ui/`,
+ * and `GET /ui/*` serves the built files from memory (loaded once, here, at start).
  */
 import './openapi.js';
 import type { Reply } from '../../http/handler.js';

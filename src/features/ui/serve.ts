@@ -1,6 +1,6 @@
 /**
- * Answers for the admin web UI (CONTRACT.md 12): `/` and `/ui` redirect to `/ui/`; hashed assets
- * are immutable for a year; every other path under /ui/ is the single-page app's index.html
+ * Answers for the admin web UI (docs/api.md#admin-web-ui): `/` and `/ui` redirect to `/ui/`; hashed
+ * assets are immutable for a year; every other path under /ui/ is the single-page app's index.html
  * (never cached), so that deep links such as /ui/flags/checkout load the app. Brotli or gzip when
  * the client accepts it. A strict Content-Security-Policy: scripts and styles from this origin
  * only, no inline code, API calls to this origin only.
