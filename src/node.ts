@@ -18,7 +18,7 @@ import { Membership, type PeerRegistry } from './cluster/membership.js';
 import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
 import { orgVersions } from './features/organizations/store.js';
 import { snapshotSource } from './features/snapshot-source.js';
-import { findKeyByHash } from './features/keys/store.js';
+import { findKeyByHash, findKeyWithHash } from './features/keys/store.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { ManagementActor } from './management/handle.js';
@@ -107,7 +107,11 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       config,
       db,
       snapshots,
-      keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: config.keyCacheTtlMs, staleMaxMs: config.keyStaleMaxMs }),
+      keys: new KeyCache((hash) => findKeyByHash(db, hash), {
+        ttlMs: config.keyCacheTtlMs,
+        staleMaxMs: config.keyStaleMaxMs,
+        loadById: (keyId) => findKeyWithHash(db, keyId),
+      }),
       limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
       authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
       bus,

@@ -2,7 +2,8 @@
  * Admission of management requests, split across the node's two actors: the front thread admits
  * (`admitKey`, `admitOperator`: 401, 402, 429 and the failed-authentication budget, all decided
  * where the key cache and the rate-limit buckets live), and the management actor reads who was
- * admitted (`admittedKey`) from the forwarded request.
+ * admitted (`admittedKey`) from the forwarded request. A key goes through authenticate.ts, the one
+ * admission path of every route and stream; this module only adapts it to the management routes.
  */
 import type { Incoming } from '../http/handler.js';
 import type { Admitted } from '../http/router.js';

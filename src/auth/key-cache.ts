@@ -14,6 +14,11 @@
  * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
  * (VEXIL_KEY_STALE_MAX_MS, docs/limits.md); after that the lookup fails with the database's 503.
  * An invalidation from the bus still removes the entry at once.
+ *
+ * Keys are also found by id (`peekById`, `readById`) for credentials that name a key instead of
+ * carrying its value: an OFREP stream token is signed with the key's stored hash (docs/ofrep.md).
+ * A read by id is not cached (the cache is keyed by the hash of a presented value); it asks the
+ * source of truth each time, which is what the open streams' periodic re-check needs.
  */
 import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
@@ -21,6 +26,15 @@ import { coarseClock } from '../util/clock.js';
 
 /** Reads a key by the hash of its value from the source of truth (node.ts: the keys store). */
 export type KeyLoader = (hash: string) => Promise<ManagementKey | null>;
+
+/** A key with the hash of its value as stored (what a stream token is signed with). */
+export interface KeyWithHash {
+  key: ManagementKey;
+  hash: string;
+}
+
+/** Reads a key by id, with its stored hash, from the source of truth (node.ts: the keys store). */
+export type KeyByIdLoader = (keyId: string) => Promise<KeyWithHash | null>;
 
 export interface KeyCacheOptions {
   /** How long an entry serves before the database is asked again (VEXIL_KEY_CACHE_TTL_MS). */
@@ -31,6 +45,8 @@ export interface KeyCacheOptions {
   /** Known keys held (default 100,000), and unknown hashes (default the same). */
   maxEntries?: number;
   maxUnknown?: number;
+  /** Reads keys by id (`readById`); without it `readById` fails with INTERNAL. */
+  loadById?: KeyByIdLoader;
 }
 
 interface Entry {
@@ -55,6 +71,7 @@ export class KeyCache {
   private readonly now: () => number;
   private readonly maxEntries: number;
   private readonly maxUnknown: number;
+  private readonly loadById: KeyByIdLoader;
 
   constructor(
     private readonly load: KeyLoader,
@@ -65,6 +82,9 @@ export class KeyCache {
     this.now = opts.now ?? coarseClock();
     this.maxEntries = opts.maxEntries ?? 100_000;
     this.maxUnknown = opts.maxUnknown ?? this.maxEntries;
+    this.loadById =
+      opts.loadById ??
+      (() => Promise.reject(new VexilError('INTERNAL', 'This key cache was built without a loader by key id')));
   }
 
   /** The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked. */
@@ -129,11 +149,16 @@ export class KeyCache {
   }
 
   /** A cached, unexpired key by id with its hash (no I/O); undefined when not cached. */
-  peekById(keyId: string): { key: ManagementKey; hash: string } | undefined {
+  peekById(keyId: string): KeyWithHash | undefined {
     const hash = this.hashById.get(keyId);
     if (hash === undefined) return undefined;
     const key = this.peek(hash);
     return key ? { key, hash } : undefined;
+  }
+
+  /** A key by id with its stored hash, read from the source of truth (not cached); null when there is none. */
+  readById(keyId: string): Promise<KeyWithHash | null> {
+    return this.loadById(keyId);
   }
 
   /** Forgets a key at once (disable, rotate, delete). */

@@ -3,9 +3,10 @@
  * the limiter is charged only for requests that get that far. No HTTP here; see test/rest/auth.
  */
 import t from 'tap';
-import { authenticate } from '../../src/auth/authenticate.js';
+import { AuthFailureBudget } from '../../src/auth/auth-failures.js';
+import { authenticate, authenticateKeyId, type KeyIdCredential } from '../../src/auth/authenticate.js';
 import { KeyCache } from '../../src/auth/key-cache.js';
-import { findKeyByHash } from '../../src/features/keys/store.js';
+import { findKeyByHash, findKeyWithHash } from '../../src/features/keys/store.js';
 import { hashKey } from '../../src/auth/key-material.js';
 import { VexilError } from '../../src/domain/errors.js';
 import { RateLimiter } from '../../src/ratelimit/token-bucket.js';
@@ -99,4 +100,62 @@ t.test('402 before 429: an inactive organization takes no token', async (t) => {
   t.equal(await code(() => authenticate(rt, VALUE, () => 'eval')), 'OK', 'the other bucket is untouched');
   snapshot.org.subscriptionActive = false;
   t.equal(await code(() => authenticate(rt, VALUE, () => 'mgmt')), 'PAYMENT_REQUIRED', '402 before 429 with an empty bucket');
+});
+
+t.test('a key named by id (a stream token): the same 401 → 402 → 429, through the key cache, budget first', async (t) => {
+  const keyRow = (id: string, disabled: boolean) => ({ id, org_id: 'o1', name: id, permissions: ['CanEvaluate'], application: 'web', environment: null, disabled, created_at: '2026-01-01T00:00:00Z', rotated_at: null, key_hash: `hash-${id}` });
+  const rows: Record<string, object> = { k1: keyRow('k1', false), k2: keyRow('k2', true) };
+  let reads = 0;
+  const db: Queryable = {
+    async query<T>(_text: string, params?: unknown[]) {
+      reads++;
+      const r = rows[params![0] as string];
+      return (r ? [r] : []) as T[];
+    },
+    async exec() {},
+  };
+  const snapshot = { org: { subscriptionActive: false } };
+  const takes: string[] = [];
+  const limiter = new RateLimiter({ eval: 2, mgmt: 2 }, () => 0);
+  const take = limiter.take.bind(limiter);
+  limiter.take = (kind, id) => {
+    takes.push(`${kind}:${id}`);
+    return take(kind, id);
+  };
+  const rt = {
+    keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: 60_000, now: () => 0, loadById: (id) => findKeyWithHash(db, id) }),
+    snapshots: { peek: (id: string) => (id === 'o1' ? snapshot : undefined), get: async (id: string) => (id === 'o1' ? snapshot : null) },
+    limiter,
+    authFailures: new AuthFailureBudget(1, () => 0),
+  } as unknown as Runtime;
+  const signedBy = (keyId: string, hash = `hash-${keyId}`) => ({ keyId, verify: (stored: string) => stored === hash });
+  const eval_ = () => 'eval' as const;
+  const byId = (cred: KeyIdCredential | null, source: (() => string) | null = null) => authenticateKeyId(rt, cred, eval_, source, 'bad token');
+
+  t.equal(await code(() => byId(null)), 'UNAUTHENTICATED', 'no credential');
+  t.equal(await code(() => byId(signedBy('nope'))), 'UNAUTHENTICATED', 'unknown key id');
+  t.equal(await code(() => byId(signedBy('k1', 'other'))), 'UNAUTHENTICATED', 'a credential that fails its check');
+  t.equal(await code(() => byId(signedBy('k2'))), 'UNAUTHENTICATED', 'disabled key');
+  t.equal(await code(() => byId(signedBy('k1'))), 'PAYMENT_REQUIRED', '401 before 402');
+  t.same(takes, [], 'no token taken before 429');
+  snapshot.org.subscriptionActive = true;
+  const ok = await byId(signedBy('k1'));
+  t.match(ok, { principal: { keyId: 'k1', orgId: 'o1', application: 'web' }, keyHash: 'hash-k1' }, 'admitted, with the stored hash');
+  t.equal(await code(() => byId(signedBy('k1'))), 'OK');
+  let err: unknown;
+  try {
+    await byId(signedBy('k1'));
+  } catch (e) {
+    err = e;
+  }
+  t.match(err, { code: 'RATE_LIMITED', retryAfter: 1 }, '429 with retryAfter from the evaluation bucket');
+  t.same(takes, ['eval:k1', 'eval:k1', 'eval:k1']);
+
+  // An address past its failed-authentication budget: 429 before any read by id.
+  const from = () => '192.0.2.1';
+  t.equal(await code(() => byId(signedBy('nope'), from)), 'UNAUTHENTICATED', 'the first failure from the address');
+  const before = reads;
+  t.equal(await code(() => byId(signedBy('nope'), from)), 'RATE_LIMITED', 'past the budget');
+  t.equal(reads, before, 'the key was not read');
+  t.equal(await code(() => byId(null, from)), 'RATE_LIMITED', 'no credential past the budget: 429 too');
 });

@@ -100,7 +100,7 @@ export function ofrepRoutes(rt: Runtime): Route[] {
   };
 
   // The SSE stream: one refetchEvaluation event per change of a flag of the key's application.
-  const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.db, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
+  const hub = new OfrepStreams(rt.snapshots, rt.keys, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
   const events = async (inc: Incoming): Promise<Reply> => {
     const grant = await authorizeStream(rt, queryParam(inc.query, 'token'), clientAddress(inc));
     // Past VEXIL_SSE_MAX_STREAMS_PER_KEY: 429 RATE_LIMITED, in OFREP's shape like every error of this

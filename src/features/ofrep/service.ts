@@ -4,19 +4,16 @@
  * bulk evaluation and its ETag. Single evaluation goes through `evaluate` of the evaluation
  * service, the same checks and engine (front thread or pool) as `POST /flags/{name}`.
  */
-import type { ManagementKey } from '../../domain/types.js';
-import { checkAuthBudget, refuse, type AddressSource } from '../../auth/authenticate.js';
+import { authenticateKeyId, type AddressSource, type Authenticated } from '../../auth/authenticate.js';
 import { contextLimitError, DEFAULT_CONTEXT_LIMITS, measureContext, type ContextLimits } from '../../domain/validation.js';
 import { createHash } from 'node:crypto';
-import type { Authenticated } from '../../auth/authenticate.js';
-import { principalOf, requireEvaluator, type Principal } from '../../auth/permissions.js';
+import { requireEvaluator, type Principal } from '../../auth/permissions.js';
 import { VexilError } from '../../domain/errors.js';
 import type { Evaluation, Organization, ReasonCode } from '../../domain/types.js';
 import { USER_ID_MAX, describeType, isPlainObject } from '../../domain/validation/common.js';
 import { selectConfig, type CompiledFlag, type CompiledRule, type OrgSnapshot } from '../../engine/index.js';
 import type { Runtime } from '../../runtime.js';
 import { evaluate, evaluateEach, resolveStage, type EvaluationRequest } from '../evaluation/service.js';
-import { findKeyWithHash } from '../keys/store.js';
 import { issueStreamToken, readStreamToken, tokenExpiry, verifyStreamToken } from './stream-token.js';
 
 // ---- errors -------------------------------------------------------------------------------------
@@ -385,30 +382,21 @@ export interface StreamGrant {
   hash: string;
 }
 
-const badToken = () => new VexilError('UNAUTHENTICATED', 'Missing, invalid or expired stream token');
+const BAD_TOKEN = 'Missing, invalid or expired stream token';
+const evalBucket = () => 'eval' as const;
 
 /**
- * Admits a stream connection: a well-formed, unexpired token signed with the key's current hash
- * (401 otherwise, also for a disabled or deleted key), an active subscription (402), the rate
- * limit (429, one evaluation token) and CanEvaluate with an application scope (403). One key
- * lookup per connection (none when the key is cached), nothing per event.
+ * Admits a stream connection through the one admission path (auth/authenticate.ts,
+ * `authenticateKeyId`): the token names its key by id and must be well-formed, unexpired and
+ * signed with the key's current hash (401 otherwise, also for a disabled or deleted key; charged to
+ * the address's failed-authentication budget like a bad key), then an active subscription (402)
+ * and the rate limit (429, one evaluation token); then CanEvaluate with an application scope (403).
+ * One key lookup per connection (none when the key is cached), nothing per event.
  */
 export async function authorizeStream(rt: Runtime, token: string | undefined, source: AddressSource = null): Promise<StreamGrant> {
-  // A bad token spends the address's failed-authentication budget like a bad key (CONTRACT.md 8).
   const claims = token === undefined ? null : readStreamToken(token);
-  if (claims === null) throw refuse(rt, source, badToken().message);
-  let found: { key: ManagementKey; hash: string } | null | undefined = rt.keys.peekById(claims.keyId);
-  if (found === undefined) {
-    checkAuthBudget(rt, source);
-    found = await findKeyWithHash(rt.db, claims.keyId);
-  }
-  if (found === null || found.key.disabled || !verifyStreamToken(token!, found.hash, rt.now())) throw refuse(rt, source, badToken().message);
-  const snapshot = await rt.snapshots.get(found.key.orgId);
-  if (snapshot === null) throw badToken();
-  if (!snapshot.org.subscriptionActive) throw new VexilError('PAYMENT_REQUIRED', 'The organization requires an active subscription');
-  const p = principalOf(found.key);
-  const wait = rt.limiter.take('eval', p.keyId);
-  if (wait > 0) throw new VexilError('RATE_LIMITED', 'Rate limit exceeded for this key', { retryAfter: wait });
+  const credential = claims === null ? null : { keyId: claims.keyId, verify: (storedHash: string) => verifyStreamToken(token!, storedHash, rt.now()) };
+  const { principal: p, keyHash } = await authenticateKeyId(rt, credential, evalBucket, source, BAD_TOKEN);
   requireEvaluator(p);
-  return { orgId: p.orgId, keyId: p.keyId, application: p.application!, hash: found.hash };
+  return { orgId: p.orgId, keyId: p.keyId, application: p.application!, hash: keyHash };
 }

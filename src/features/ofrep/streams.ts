@@ -11,11 +11,9 @@
  * from the database, so a key disabled while the bus was down (its message lost) still ends its
  * streams: one query per such key per period, nothing per stream.
  */
-import { findKeyWithHash } from '../keys/store.js';
 import type { KeyCache } from '../../auth/key-cache.js';
 import type { SnapshotRegistry, Touches } from '../../snapshots/registry.js';
 import type { OrgSnapshot } from '../../engine/index.js';
-import type { Queryable } from '../../storage/database.js';
 import type { Logger } from '../../util/log.js';
 
 /** What the HTTP front hands a streamed reply (structurally its StreamSink). */
@@ -64,7 +62,6 @@ export class OfrepStreams {
   constructor(
     registry: SnapshotRegistry,
     private readonly keys: KeyCache,
-    private readonly db: Queryable,
     private readonly log: Logger,
     private readonly limits: StreamLimits,
   ) {
@@ -160,9 +157,9 @@ export class OfrepStreams {
   }
 
   /**
-   * Reads each open key again from the database (the management actor's connection): every
-   * `recheckMs`, and after the bus reconnects, when any key may have changed meanwhile. One pass at
-   * a time; one asked for during a pass runs after it.
+   * Reads each open key again from the database (`KeyCache.readById`, through the management
+   * actor's connection; never a cached copy): every `recheckMs`, and after the bus reconnects, when
+   * any key may have changed meanwhile. One pass at a time; one asked for during a pass runs after it.
    */
   private async recheckAll(): Promise<void> {
     if (this.rechecking) {
@@ -182,7 +179,7 @@ export class OfrepStreams {
 
   private async recheckKey(keyId: string): Promise<void> {
     try {
-      const found = await findKeyWithHash(this.db, keyId);
+      const found = await this.keys.readById(keyId);
       const streams = this.byKey.get(keyId);
       if (streams === undefined) return;
       // The token was signed with the hash the stream connected with; a rotation changes it.
