@@ -1,5 +1,5 @@
 /**
- * OpenFeature Remote Evaluation Protocol (CONTRACT.md 9), the service side: reading an OFREP
+ * OpenFeature Remote Evaluation Protocol (docs/ofrep.md), the service side: reading an OFREP
  * request into the evaluation service's input, mapping Vexil evaluations to OFREP answers, the
  * bulk evaluation and its ETag. Single evaluation goes through `evaluate` of the evaluation
  * service, the same checks and engine (front thread or pool) as `POST /flags/{name}`.
@@ -32,7 +32,7 @@ export class OfrepError extends VexilError {
   }
 }
 
-/** The OFREP body of an error (CONTRACT 9): `{key?, errorCode, errorDetails}` or `{errorDetails}`. */
+/** The OFREP body of an error (docs/ofrep.md, 'Answers'): `{key?, errorCode, errorDetails}` or `{errorDetails}`. */
 export function ofrepErrorBody(err: VexilError): Record<string, string> {
   if (err instanceof OfrepError) {
     return err.flagKey === null
@@ -85,7 +85,7 @@ export function parseOfrepRequest(body: Record<string, unknown>, flagKey: string
     if (RESERVED.has(k)) continue;
     (rest ??= {})[k] = c[k];
   }
-  // CONTRACT 8 context limits (VEXIL_CONTEXT_MAX_DEPTH / VEXIL_CONTEXT_MAX_VALUES), on the whole context.
+  // The context limits of docs/limits.md, 'Evaluation contexts' (VEXIL_CONTEXT_MAX_DEPTH / VEXIL_CONTEXT_MAX_VALUES), on the whole context.
   const tooBig = contextLimitError(measureContext(c, limits), limits);
   if (tooBig !== null) throw invalid(tooBig.message);
   return { userId: targetingKey, stage: (stage as string | undefined) ?? null, clientId: (clientId as string | null | undefined) ?? null, context: rest };
@@ -104,7 +104,7 @@ export function evaluationInput(auth: Authenticated, req: OfrepRequest, flagKey:
 
 export type OfrepReason = 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DISABLED' | 'UNKNOWN';
 
-/** CONTRACT 9: Vexil reason code → OFREP reason (`rule_matched` is refined by `ruleSplits`). */
+/** Vexil reason code → OFREP reason (docs/ofrep.md, 'Answers') (`rule_matched` is refined by `ruleSplits`). */
 export const REASON_MAP: Record<ReasonCode, OfrepReason> = {
   rule_matched: 'TARGETING_MATCH',
   default: 'STATIC',
@@ -348,7 +348,7 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
 
 // ---- event streams ------------------------------------------------------------------------------
 
-/** The SSE endpoint (CONTRACT 9: advertised in bulk answers' `eventStreams`). */
+/** The SSE endpoint, advertised in bulk answers' `eventStreams` (docs/ofrep.md, 'The event stream'). */
 export const EVENTS_PATH = '/ofrep/v1/events';
 
 const tokens = new WeakMap<Principal, { expiry: number; token: string }>();

@@ -1,12 +1,12 @@
 /**
- * Open OFREP event streams (CONTRACT.md 9) and what drives them. Every change the snapshot
+ * Open OFREP event streams (docs/ofrep.md, 'The event stream') and what drives them. Every change the snapshot
  * registry applies (local writes and, through the cluster bus, other nodes' writes) sends
  * `{"type": "refetchEvaluation"}` to the streams of the changed flag's application: no database
  * work per event, no polling. A key that is disabled, rotated or deleted ends its streams (the key
  * cache tells us, on every node); when every key may have changed (the bus reconnected), each open
  * key is checked again. An idle stream is one small record in two sets plus the front's socket.
  *
- * CONTRACT.md 14: at most `maxPerKey` open streams per key on this node (the route answers 429
+ * At most `maxPerKey` open streams per key on this node (the route answers 429
  * past it), and every `recheckMs` (at most a minute) each key with open streams is read again
  * from the database, so a key disabled while the bus was down (its message lost) still ends its
  * streams: one query per such key per period, nothing per stream.
