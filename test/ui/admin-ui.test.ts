@@ -43,7 +43,8 @@ async function run(t: Test) {
    */
   const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
     for (const [role, name] of controls) {
-      tt.ok((await scope.getByRole(role, { name, exact: true }).count()) > 0, `${role} named exactly "${name}"`);
+      // Waits for it (a row's buttons render after the list reloads; count() would not wait).
+      tt.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
     }
   };
 
