@@ -64,7 +64,7 @@ import {
   type ValueNode,
 } from 'graphql';
 import type { OrgSnapshot } from '../engine/compiled.js';
-import { listMaxima, type ListMaxima } from '../engine/snapshot-stats.js';
+import { listMaxima, noMaxima, type ListMaxima } from '../engine/snapshot-stats.js';
 
 /** What the estimate reads from a snapshot (`resultStats`). */
 export interface ResultStats extends ListMaxima {
@@ -362,17 +362,7 @@ function mutationGrowth(op: OperationDefinitionNode, doc: DocumentNode): number 
 
 // ---- the estimate (per request) ----------------------------------------------------------------
 
-const NO_MAXIMA: ListMaxima = {
-  variants: 0,
-  tags: 0,
-  environments: 0,
-  dependencies: 0,
-  dependencyVariants: 0,
-  configs: 0,
-  rules: 0,
-  conditions: 0,
-  allocations: 0,
-};
+const NO_MAXIMA: ListMaxima = noMaxima();
 
 /** The statistics of `snap` the estimate multiplies with (cheap: the maxima are kept with the snapshot). */
 export function resultStats(snap: OrgSnapshot | undefined, managementKeys = DEFAULT_MAX_KEYS): ResultStats {
