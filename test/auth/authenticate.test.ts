@@ -16,20 +16,26 @@ import type { Queryable } from '../../src/storage/database.js';
 const VALUE = 'ab'.repeat(32);
 const DISABLED = 'cd'.repeat(32);
 
+/** A database whose every query answers the row keyed by its first parameter, counting the queries. */
+function rowsDb(rows: Record<string, object>): Queryable & { queries: number } {
+  const db = {
+    queries: 0,
+    async query<T>(_text: string, params?: unknown[]): Promise<T[]> {
+      db.queries++;
+      const r = rows[params![0] as string];
+      return (r ? [r] : []) as T[];
+    },
+    async exec(): Promise<void> {},
+  };
+  return db;
+}
+
 function runtime(opts: { subscriptionActive?: boolean; rate?: number } = {}) {
   const rows: Record<string, object> = {
     [hashKey(VALUE)]: { id: 'k1', org_id: 'o1', name: 'k', permissions: ['CanRead'], application: null, environment: null, disabled: false, created_at: '2026-01-01T00:00:00Z', rotated_at: null },
     [hashKey(DISABLED)]: { id: 'k2', org_id: 'o1', name: 'd', permissions: ['CanRead'], application: null, environment: null, disabled: true, created_at: '2026-01-01T00:00:00Z', rotated_at: null },
   };
-  let queries = 0;
-  const db: Queryable = {
-    async query<T>(_text: string, params?: unknown[]) {
-      queries++;
-      const r = rows[params![0] as string];
-      return (r ? [r] : []) as T[];
-    },
-    async exec() {},
-  };
+  const db = rowsDb(rows);
   const snapshot = { org: { subscriptionActive: opts.subscriptionActive ?? true } };
   const takes: string[] = [];
   const limiter = new RateLimiter({ eval: opts.rate ?? 2, mgmt: opts.rate ?? 2 }, () => 0);
@@ -43,7 +49,7 @@ function runtime(opts: { subscriptionActive?: boolean; rate?: number } = {}) {
     snapshots: { peek: (id: string) => (id === 'o1' ? snapshot : undefined), get: async (id: string) => (id === 'o1' ? snapshot : null) },
     limiter,
   } as unknown as Runtime;
-  return { rt, snapshot, takes, queries: () => queries };
+  return { rt, snapshot, takes, queries: () => db.queries };
 }
 
 async function code(p: () => unknown): Promise<string> {
@@ -105,15 +111,7 @@ t.test('402 before 429: an inactive organization takes no token', async (t) => {
 t.test('a key named by id (a stream token): the same 401 → 402 → 429, through the key cache, budget first', async (t) => {
   const keyRow = (id: string, disabled: boolean) => ({ id, org_id: 'o1', name: id, permissions: ['CanEvaluate'], application: 'web', environment: null, disabled, created_at: '2026-01-01T00:00:00Z', rotated_at: null, key_hash: `hash-${id}` });
   const rows: Record<string, object> = { k1: keyRow('k1', false), k2: keyRow('k2', true) };
-  let reads = 0;
-  const db: Queryable = {
-    async query<T>(_text: string, params?: unknown[]) {
-      reads++;
-      const r = rows[params![0] as string];
-      return (r ? [r] : []) as T[];
-    },
-    async exec() {},
-  };
+  const db = rowsDb(rows);
   const snapshot = { org: { subscriptionActive: false } };
   const takes: string[] = [];
   const limiter = new RateLimiter({ eval: 2, mgmt: 2 }, () => 0);
@@ -154,8 +152,8 @@ t.test('a key named by id (a stream token): the same 401 → 402 → 429, throug
   // An address past its failed-authentication budget: 429 before any read by id.
   const from = () => '192.0.2.1';
   t.equal(await code(() => byId(signedBy('nope'), from)), 'UNAUTHENTICATED', 'the first failure from the address');
-  const before = reads;
+  const before = db.queries;
   t.equal(await code(() => byId(signedBy('nope'), from)), 'RATE_LIMITED', 'past the budget');
-  t.equal(reads, before, 'the key was not read');
+  t.equal(db.queries, before, 'the key was not read');
   t.equal(await code(() => byId(null, from)), 'RATE_LIMITED', 'no credential past the budget: 429 too');
 });
