@@ -3,8 +3,8 @@
  * Registered next to the routes; test/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';
-import { registerOperations } from '../../openapi/operations.js';
-import { registerSchemas } from '../../openapi/schemas.js';
+import { registerOperations } from '../openapi/operations.js';
+import { registerSchemas } from '../openapi/schemas.js';
 
 const context = z
   .object({
