@@ -4,7 +4,7 @@
  *
  * - Size limits (rules, conditions, variants, value bytes) are checked here: one over is 400
  *   `BAD_REQUEST` naming the setting and its value.
- * - Count limits (flags, keys, configurations) need stored state: the writes check them inside
+ * - Count limits (flags, keys, configurations, pending schedules) need stored state: the writes check them inside
  *   their transaction with `quotaError`, 409 `QUOTA_EXCEEDED`.
  */
 import { badRequest, quotaExceeded, type VexilError } from '../errors.js';
@@ -24,6 +24,10 @@ export interface TenancyLimits {
   maxVariantsPerFlag: number;
   /** VEXIL_MAX_VALUE_BYTES: one variant value or condition value, as JSON text (UTF-8 bytes). */
   maxValueBytes: number;
+  /** VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG: pending scheduled changes of one flag */
+  maxPendingSchedulesPerFlag: number;
+  /** VEXIL_MAX_PENDING_SCHEDULES_PER_ORG: pending scheduled changes in one organization */
+  maxPendingSchedulesPerOrg: number;
 }
 
 export const DEFAULT_TENANCY_LIMITS: Readonly<TenancyLimits> = Object.freeze({
@@ -34,6 +38,8 @@ export const DEFAULT_TENANCY_LIMITS: Readonly<TenancyLimits> = Object.freeze({
   maxConditionsPerRule: 50,
   maxVariantsPerFlag: 100,
   maxValueBytes: 32_768,
+  maxPendingSchedulesPerFlag: 100,
+  maxPendingSchedulesPerOrg: 10_000,
 });
 
 /** The setting that sets each limit, as clients see it named in errors. */
@@ -45,6 +51,8 @@ export const LIMIT_SETTING: Readonly<Record<keyof TenancyLimits, string>> = Obje
   maxConditionsPerRule: 'VEXIL_MAX_CONDITIONS_PER_RULE',
   maxVariantsPerFlag: 'VEXIL_MAX_VARIANTS_PER_FLAG',
   maxValueBytes: 'VEXIL_MAX_VALUE_BYTES',
+  maxPendingSchedulesPerFlag: 'VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG',
+  maxPendingSchedulesPerOrg: 'VEXIL_MAX_PENDING_SCHEDULES_PER_ORG',
 });
 
 const WHAT: Readonly<Record<keyof TenancyLimits, string>> = {
@@ -55,6 +63,8 @@ const WHAT: Readonly<Record<keyof TenancyLimits, string>> = {
   maxConditionsPerRule: 'conditions in one rule',
   maxVariantsPerFlag: 'variants of one flag',
   maxValueBytes: 'bytes of JSON in one value',
+  maxPendingSchedulesPerFlag: 'pending scheduled changes of one flag',
+  maxPendingSchedulesPerOrg: 'pending scheduled changes in this organization',
 };
 
 /** "at most 3 flags in this organization (VEXIL_MAX_FLAGS_PER_ORG=3)" */
@@ -62,7 +72,10 @@ export const describeLimit = (limits: TenancyLimits, which: keyof TenancyLimits)
   `at most ${limits[which]} ${WHAT[which]} (${LIMIT_SETTING[which]}=${limits[which]})`;
 
 /** 409 QUOTA_EXCEEDED for a count limit. */
-export const quotaError = (limits: TenancyLimits, which: 'maxFlagsPerOrg' | 'maxKeysPerOrg' | 'maxConfigsPerFlag'): VexilError =>
+export const quotaError = (
+  limits: TenancyLimits,
+  which: 'maxFlagsPerOrg' | 'maxKeysPerOrg' | 'maxConfigsPerFlag' | 'maxPendingSchedulesPerFlag' | 'maxPendingSchedulesPerOrg',
+): VexilError =>
   quotaExceeded(`Quota exceeded: ${describeLimit(limits, which)}`);
 
 const sizeError = (limits: TenancyLimits, which: keyof TenancyLimits, at: string): VexilError =>

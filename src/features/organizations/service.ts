@@ -16,6 +16,7 @@ import * as flagStore from '../flags/store.js';
 import * as keyStore from '../keys/store.js';
 import { orgChange } from '../audit/events.js';
 import { renameEventApplication } from '../audit/store.js';
+import { renameScheduleStage } from '../schedules/store.js';
 import { forgetKey } from '../keys/service.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
@@ -58,7 +59,7 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
 }
 
 /**
- * Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch,
+ * Renames `from` to `to` everywhere it is used (flags, configurations, schedules, key scopes, kill switch,
  * and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
  */
 async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
@@ -69,8 +70,10 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
       await flagStore.saveFlag(tx, org.id, { ...f, project: to });
     }
   }
-  if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
-  else await renameEventApplication(tx, org.id, from, to);
+  if (list === 'environments') {
+    await flagStore.renameConfigStage(tx, org.id, from, to);
+    await renameScheduleStage(tx, org.id, from, to);
+  } else await renameEventApplication(tx, org.id, from, to);
   rescoped.push(...(await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to)));
   const field = RULE_FIELD[list];
   return org.killSwitch.map((r) => (r[field] !== null && sameName(r[field]!, from) ? { ...r, [field]: to } : r));
