@@ -5,9 +5,10 @@
  * configuration cancelling, scopes, and the pending-schedule quotas.
  */
 import t from 'tap';
+import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createOrg, expectProblem, getFlag, makeKey, must, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
-import type { TestNode } from '../helpers/node.js';
+import { pgliteCopy, type TestNode } from '../helpers/node.js';
 import { cancelSchedule, flagEvents, inMs, listSchedules, postSchedule, SCHEDULE_FIELDS, schedulesPath, settled } from './schedule-helpers.js';
 
 /** The flag with its configurations, its schedules and its audit events: a refused write changes none. */
@@ -20,6 +21,9 @@ async function expectRefused(t: TapTest, n: TestNode, key: string, flag: string,
   expectProblem(t, await postSchedule(n, key, flag, body), status, code, detail);
   t.same(await everything(n, key, flag), before, 'nothing changed');
 }
+
+// Several real nodes (PGlite start-up is seconds each): more than tap's default 120 s on a busy machine.
+t.setTimeout(300_000);
 
 t.test('scheduled changes on the embedded database', async (t) => {
   const n = await startNode(t);
@@ -273,4 +277,24 @@ t.test('pending schedules are bounded per flag and per organization (409 QUOTA_E
   await expectRefused(t, n, org.adminKey, 'y', body(), 409, 'QUOTA_EXCEEDED', /VEXIL_MAX_PENDING_SCHEDULES_PER_ORG=3/);
   t.equal((await cancelSchedule(n, org.adminKey, 'x', first.body.id)).status, 204);
   must(t, await postSchedule(n, org.adminKey, 'y', body()), 201, 'a cancelled schedule no longer counts');
+});
+
+t.test('pending schedules survive a restart on the embedded database; one due while it was down is applied at start', async (t) => {
+  const dataDir = await pgliteCopy();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const first = await startNode(t, { dataDir });
+  const key = first.adminKey;
+  must(t, await postFlag(first, key, 'p', { project: 'default' }), 201, 'create');
+  must(t, await postConfig(first, key, 'p'), 200, 'config');
+  const due = must(t, await postSchedule(first, key, 'p', { at: inMs(1500), stage: 'production', enabled: false }), 201, 'due while down');
+  const later = must(t, await postSchedule(first, key, 'p', { at: inMs(60_000), stage: 'production', enabled: true }), 201, 'later');
+  await first.close();
+  await sleep(Math.max(0, Date.parse(due.body.at) - Date.now()) + 500);
+  const startedAt = Date.now();
+  const second = await startNode(t, { dataDir, adminKey: key });
+  const done = await settled(second, key, 'p', due.body.id, 3000);
+  t.equal(done.status, 'applied', 'applied at start');
+  t.ok(Date.parse(done.appliedAt) >= startedAt - 5000, 'after the restart');
+  t.equal((await getFlag(second, key, 'p')).body.configs[0].enabled, false);
+  t.equal((await settled(second, key, 'p', later.body.id, 0)).status, 'pending', 'the later one still pending');
 });

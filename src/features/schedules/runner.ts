@@ -122,7 +122,10 @@ export class ScheduleRunner {
       this.rt.log.info('schedule applied', { scheduleId: s.id, orgId: s.orgId, flag: s.flag });
       return true;
     } catch (err) {
-      if (err instanceof Taken) return true;
+      if (err instanceof Taken) {
+        this.rt.log.debug('schedule taken by another node', { scheduleId: s.id });
+        return true;
+      }
       if (isVexilError(err) && FINAL.has(err.code)) {
         if (await store.markFailed(this.rt.db, s.id, err.message)) {
           this.rt.log.info('schedule failed', { scheduleId: s.id, orgId: s.orgId, flag: s.flag, reason: err.message });
