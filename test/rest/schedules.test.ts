@@ -8,7 +8,10 @@ import t from 'tap';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createOrg, expectProblem, getFlag, makeKey, must, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
+import { z } from 'zod';
 import { pgliteCopy, type TestNode } from '../helpers/node.js';
+import { ScheduleSchema } from '../../src/features/schedules/openapi.js';
+import { AuditEventSchema } from '../../src/openapi/schemas.js';
 import { cancelSchedule, flagEvents, inMs, listSchedules, postSchedule, SCHEDULE_FIELDS, schedulesPath, settled } from './schedule-helpers.js';
 
 /** The flag with its configurations, its schedules and its audit events: a refused write changes none. */
@@ -55,12 +58,14 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.equal(r.body.config.defaultVariantKey, 'on');
     t.type(r.body.config.rules[0].id, 'string', 'rule ids are fixed when scheduled');
     t.same(Object.keys(r.body.createdBy).sort(), ['keyId', 'keyName']);
+    t.ok(ScheduleSchema.strict().safeParse(r.body).success, 'matches the OpenAPI Schedule schema');
 
     // A later one is listed after it: soonest first.
     const later = must(t, await postSchedule(n, org.adminKey, 'f', { at: inMs(60_000), stage: 'production', enabled: false }), 201, 'later');
     const sooner = must(t, await postSchedule(n, org.adminKey, 'f', { at: inMs(30_000), stage: 'production', enabled: false }), 201, 'sooner');
     const list = must(t, await listSchedules(n, org.adminKey, 'f'), 200, 'list');
     t.same(list.body.map((s: { id: string }) => s.id), [r.body.id, sooner.body.id, later.body.id], 'bare array, soonest first');
+    t.ok(z.array(ScheduleSchema.strict()).safeParse(list.body).success, 'the list matches the OpenAPI schema');
 
     const done = await settled(n, org.adminKey, 'f', r.body.id);
     t.equal(done.status, 'applied');
@@ -83,6 +88,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.same(applied[0].actor, r.body.createdBy, "by the scheduling key");
     t.equal(applied[0].before.defaultVariantKey, 'off');
     t.equal(applied[0].after.defaultVariantKey, 'on');
+    t.ok(AuditEventSchema.strict().safeParse(applied[0]).success, 'the event matches the OpenAPI AuditEvent schema');
     t.notOk(events.filter((e) => e.scheduleId === undefined).some((e) => 'scheduleId' in e), 'other events carry no scheduleId');
   });
 
