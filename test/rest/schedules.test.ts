@@ -7,7 +7,7 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createOrg, expectProblem, getFlag, makeKey, must, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
+import { createOrg, expectProblem, getFlag, makeKey, must, OPERATOR_TOKEN, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
 import { z } from 'zod';
 import { pgliteCopy, type TestNode } from '../helpers/node.js';
 import { ScheduleSchema } from '../../src/features/schedules/openapi.js';
@@ -148,6 +148,35 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.equal(done.appliedAt, null);
     t.same((await getFlag(n, org.adminKey, 'k')).body, before, 'flag unchanged');
     t.notOk((await flagEvents(n, org.adminKey, 'k')).some((e) => e.scheduleId === r.body.id), 'no event for a failed change');
+  });
+
+  t.test('the subscription ended before at: failed, nothing changes', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'sub'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'sub'), 200, 'config');
+    must(t, await postSchedule(n, org.adminKey, 'sub', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    const patch = (active: boolean) => n.req('PATCH', `/api/operator/organizations/${org.name}`, { headers: { 'x-operator-token': OPERATOR_TOKEN }, body: { subscriptionActive: active } });
+    must(t, await patch(false), 200, 'subscription off');
+    await sleep(1500);
+    must(t, await patch(true), 200, 'subscription on');
+    const [s] = (await listSchedules(n, org.adminKey, 'sub')).body;
+    t.equal(s.status, 'failed');
+    t.match(s.error, /subscription/);
+    t.equal((await getFlag(n, org.adminKey, 'sub')).body.configs[0].enabled, true, 'unchanged');
+  });
+
+  t.test('an environment rename renames it in schedules too; the schedule still applies', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'ren'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'ren'), 200, 'config');
+    const r = must(t, await postSchedule(n, org.adminKey, 'ren', { at: inMs(1000), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100 } }), 201, 'schedule');
+    const g = await n.req('POST', '/api/graphql', { key: org.adminKey, body: { query: 'mutation { renameEnvironment(from: "production", to: "prod") }' } });
+    t.same(g.body, { data: { renameEnvironment: ['development', 'prod'] } });
+    const done = await settled(n, org.adminKey, 'ren', r.body.id);
+    t.equal(done.stage, 'prod');
+    t.equal(done.config.stage, 'prod');
+    t.equal(done.status, 'applied');
+    t.same((await getFlag(n, org.adminKey, 'ren')).body.configs.map((c: { stage: string; defaultVariantKey: string }) => [c.stage, c.defaultVariantKey]), [['prod', 'on']]);
   });
 
   t.test("the config's variant deleted before at: failed with the validation error, nothing changes", async (t) => {
