@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { pgliteCopy, type TestNode } from '../helpers/node.js';
 import { ScheduleSchema } from '../../src/features/schedules/openapi.js';
 import { AuditEventSchema } from '../../src/openapi/schemas.js';
+import { loadConfig } from '../../src/config.js';
 import { cancelSchedule, flagEvents, inMs, listSchedules, postSchedule, SCHEDULE_FIELDS, schedulesPath, settled } from './schedule-helpers.js';
 
 /** The flag with its configurations, its schedules and its audit events: a refused write changes none. */
@@ -298,6 +299,10 @@ t.test('scheduled changes on the embedded database', async (t) => {
 });
 
 t.test('pending schedules are bounded per flag and per organization (409 QUOTA_EXCEEDED)', async (t) => {
+  for (const k of ['VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG', 'VEXIL_MAX_PENDING_SCHEDULES_PER_ORG']) {
+    t.throws(() => loadConfig({ [k]: '0' }), new RegExp(`Invalid setting ${k}`), `${k}=0 refused at start`);
+    t.throws(() => loadConfig({ [k]: 'lots' }), new RegExp(k), `${k}=lots refused at start`);
+  }
   const n = await startNode(t, { env: { VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG: '2', VEXIL_MAX_PENDING_SCHEDULES_PER_ORG: '3' } });
   const org = await createOrg(n);
   for (const f of ['x', 'y']) {

@@ -100,6 +100,8 @@ t.test('config: tenancy limits have their documented defaults and are validated'
     maxConditionsPerRule: 50,
     maxVariantsPerFlag: 100,
     maxValueBytes: 32768,
+    maxPendingSchedulesPerFlag: 100,
+    maxPendingSchedulesPerOrg: 10000,
   });
   tt.equal(loadConfig({ VEXIL_MAX_FLAGS_PER_ORG: '3' }).tenancyLimits.maxFlagsPerOrg, 3);
   for (const k of Object.keys(LIMITS)) {
