@@ -44,6 +44,8 @@ export class ScheduleRunner {
   private running = false;
   private again = false;
   private stopped = false;
+  /** The last round failed (the database unreachable): one warning per outage, not one per retry. */
+  private failing = false;
 
   constructor(private readonly rt: Runtime) {
     this.poll = setInterval(() => this.run(), SAFETY_POLL_MS);
@@ -81,8 +83,12 @@ export class ScheduleRunner {
     }
     this.running = true;
     void this.round()
+      .then(() => {
+        this.failing = false;
+      })
       .catch((err) => {
-        this.rt.log.warn('schedule runner round failed; trying again', { err: err as Error });
+        if (!this.failing) this.rt.log.warn('schedule runner round failed; trying again every second', { err: err as Error });
+        this.failing = true;
         this.arm(RETRY_MS);
       })
       .finally(() => {
