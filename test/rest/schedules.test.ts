@@ -226,6 +226,19 @@ t.test('scheduled changes on the embedded database', async (t) => {
     expectProblem(t, raw, 400, 'BAD_REQUEST');
   });
 
+  t.test('Idempotency-Key: a repeated schedule request answers the first schedule and stores one', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'idem'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'idem'), 200, 'config');
+    const body = { at: inMs(60_000), stage: 'production', enabled: false };
+    const send = () => n.req('POST', schedulesPath('idem'), { key: org.adminKey, body, headers: { 'idempotency-key': 'sched-1' } });
+    const first = must(t, await send(), 201, 'first');
+    const again = must(t, await send(), 201, 'repeat');
+    t.same(again.body, first.body, 'the same schedule');
+    t.equal(again.headers.get('idempotent-replayed'), 'true');
+    t.equal((await listSchedules(n, org.adminKey, 'idem')).body.length, 1, 'one stored');
+  });
+
   t.test('scopes: CanRead lists but cannot schedule; an environment-scoped key schedules only its environment', async (t) => {
     const org = await createOrg(n);
     must(t, await postFlag(n, org.adminKey, 's'), 201, 'create');
