@@ -151,6 +151,19 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.notOk((await flagEvents(n, org.adminKey, 'k')).some((e) => e.scheduleId === r.body.id), 'no event for a failed change');
   });
 
+  t.test('the key deleted before at: failed, the flag unchanged', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'kd'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'kd'), 200, 'config');
+    const writer = await makeKey(n, org.adminKey, { permissions: ['CanWrite'] });
+    const r = must(t, await postSchedule(n, writer, 'kd', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    t.equal((await n.req('DELETE', `/api/keys/${r.body.createdBy.keyId}`, { key: org.adminKey })).status, 204, 'delete key');
+    const done = await settled(n, org.adminKey, 'kd', r.body.id);
+    t.equal(done.status, 'failed');
+    t.match(done.error, /no longer exists/);
+    t.equal((await getFlag(n, org.adminKey, 'kd')).body.configs[0].enabled, true, 'unchanged');
+  });
+
   t.test('the subscription ended before at: failed, nothing changes', async (t) => {
     const org = await createOrg(n);
     must(t, await postFlag(n, org.adminKey, 'sub'), 201, 'create');
