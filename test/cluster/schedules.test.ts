@@ -29,7 +29,7 @@ t.test('two nodes racing: every schedule due at one moment is applied exactly on
   }
   const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
   // The same moment for all, each scheduled on one of the two nodes (half learn of theirs by the bus).
-  const at = inMs(2500);
+  const at = inMs(4000);
   const ids = new Map<string, string>();
   for (const [i, f] of flags.entries()) {
     const n = i % 2 === 0 ? a : b;

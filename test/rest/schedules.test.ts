@@ -305,7 +305,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     };
     const fields = 'id flag at stage clientId enabled status appliedAt error createdBy { keyId keyName } config { stage defaultVariantKey rules { id } }';
     const made = await gql(`mutation($in: ScheduleInput!) { scheduleFlagChange(name: "q", input: $in) { ${fields} } }`, {
-      in: { at: inMs(900), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 } },
+      in: { at: inMs(2500), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 } },
     });
     t.notOk(made.errors, 'no errors');
     const s = made.data.scheduleFlagChange;
