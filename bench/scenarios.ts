@@ -260,7 +260,7 @@ export function configWriter(ctx: ScenarioContext, rate: number, flag = 'bench-f
 
 /** The OFREP single evaluation of bench-flag-0: the same user, stage and context as EVAL_BODY. */
 export const OFREP_BODY = '{"context":{"targetingKey":"u1","stage":"production","country":"NL"}}';
-/** Flags of the ofrep-bulk scenario (the issue's 50). */
+/** Flags of the ofrep-bulk scenario. */
 export const OFREP_BULK_FLAGS = 50;
 
 function expectOfrepOn(text: string): string | undefined {
@@ -357,7 +357,7 @@ export const SCENARIOS: Scenario[] = [
   restEval(
     () => ({}),
     'rest-eval',
-    'POST /flags/bench-flag-0 (REST evaluation, SPEC 4.1) with a CanEvaluate key scoped to application ' +
+    'POST /flags/bench-flag-0 (REST evaluation, docs/api.md#evaluation) with a CanEvaluate key scoped to application ' +
       '`default`; the flag\'s production rule (country == NL) matches, answer {"variant":true,"key":"on"}. ' +
       '--flags N boolean flags are seeded so the flag store is not trivially small. VEXIL_EVAL_WORKERS: ' +
       '--eval-workers or the service default.',

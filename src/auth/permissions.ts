@@ -98,9 +98,9 @@ export class OrgWideEvaluatorError extends VexilError {
 
 /**
  * Evaluation needs CanEvaluate and an application scope (docs/api.md#evaluation; else
- * `OrgWideEvaluatorError`, with `code`: FORBIDDEN unless a caller names it otherwise).
+ * `OrgWideEvaluatorError`, FORBIDDEN, which GraphQL answers as AUTH_NOT_AUTHORIZED).
  */
-export function requireEvaluator(p: Principal, code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN'): void {
+export function requireEvaluator(p: Principal): void {
   requirePermission(p, 'CanEvaluate');
-  if (p.application === null) throw new OrgWideEvaluatorError(code);
+  if (p.application === null) throw new OrgWideEvaluatorError();
 }

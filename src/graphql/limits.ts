@@ -79,87 +79,63 @@ function fragmentsOf(doc: DocumentNode): Map<string, FragmentDefinitionNode> {
   return out;
 }
 
-/** Depth of a selection set: 1 + the deepest selection set nested in it. */
-function selectionDepth(
+/**
+ * How a selection set measures: its selections' contributions folded together (`fold`), a field's
+ * contribution from the measure of its own selection set (`below`, undefined for a leaf). Inline
+ * fragments and spreads contribute their set's measure: they add no level and no field of their own.
+ */
+interface SetMeasure {
+  fold(a: number, b: number): number;
+  field(below: number | undefined): number;
+}
+
+/** Levels below a set: a field with a selection set is one more than the deepest in it. */
+const DEPTH_BELOW: SetMeasure = { fold: Math.max, field: (below) => (below === undefined ? 0 : 1 + below) };
+/** Field selections executed: each field, and everything below it. */
+const FIELDS: SetMeasure = { fold: (a, b) => a + b, field: (below) => 1 + (below ?? 0) };
+
+/**
+ * `m` of a selection set, fragments expanded: each fragment is measured once (`memo`), a fragment
+ * cycle measures Infinity and an unknown fragment 0 (validation names both).
+ */
+function measureSet(
+  m: SetMeasure,
   set: SelectionSetNode,
   fragments: Map<string, FragmentDefinitionNode>,
   memo: Map<string, number>,
   active: Set<string>,
 ): number {
-  let deepest = 0; // levels below this set
+  let acc = 0;
   for (const sel of set.selections) {
-    let below: number;
+    let x: number;
     switch (sel.kind) {
       case Kind.FIELD:
-        below = sel.selectionSet ? selectionDepth(sel.selectionSet, fragments, memo, active) : 0;
+        x = m.field(sel.selectionSet ? measureSet(m, sel.selectionSet, fragments, memo, active) : undefined);
         break;
       case Kind.INLINE_FRAGMENT:
-        // An inline fragment's selections sit at this set's level.
-        below = selectionDepth(sel.selectionSet, fragments, memo, active) - 1;
-        break;
-      case Kind.FRAGMENT_SPREAD:
-        below = fragmentDepth(sel.name.value, fragments, memo, active) - 1;
-        break;
-    }
-    if (below > deepest) deepest = below;
-  }
-  return 1 + deepest;
-}
-
-function fragmentDepth(
-  name: string,
-  fragments: Map<string, FragmentDefinitionNode>,
-  memo: Map<string, number>,
-  active: Set<string>,
-): number {
-  const known = memo.get(name);
-  if (known !== undefined) return known;
-  const def = fragments.get(name);
-  if (def === undefined) return 1; // unknown fragment: validation reports it
-  if (active.has(name)) return Infinity; // cycle: validation reports it
-  active.add(name);
-  const d = selectionDepth(def.selectionSet, fragments, memo, active);
-  active.delete(name);
-  memo.set(name, d);
-  return d;
-}
-
-/** Field selections executed for a selection set: its own fields and everything below them. */
-function selectionFields(
-  set: SelectionSetNode,
-  fragments: Map<string, FragmentDefinitionNode>,
-  memo: Map<string, number>,
-  active: Set<string>,
-): number {
-  let n = 0;
-  for (const sel of set.selections) {
-    switch (sel.kind) {
-      case Kind.FIELD:
-        n += 1 + (sel.selectionSet ? selectionFields(sel.selectionSet, fragments, memo, active) : 0);
-        break;
-      case Kind.INLINE_FRAGMENT:
-        n += selectionFields(sel.selectionSet, fragments, memo, active);
+        x = measureSet(m, sel.selectionSet, fragments, memo, active);
         break;
       case Kind.FRAGMENT_SPREAD: {
         const name = sel.name.value;
-        let f = memo.get(name);
-        if (f === undefined) {
+        const known = memo.get(name);
+        if (known !== undefined) x = known;
+        else {
           const def = fragments.get(name);
-          if (def === undefined) f = 0; // unknown fragment: validation reports it
-          else if (active.has(name)) f = Infinity; // cycle
+          if (def === undefined) x = 0;
+          else if (active.has(name)) x = Infinity;
           else {
             active.add(name);
-            f = selectionFields(def.selectionSet, fragments, memo, active);
+            x = measureSet(m, def.selectionSet, fragments, memo, active);
             active.delete(name);
-            memo.set(name, f);
+            memo.set(name, x);
           }
         }
-        n += f;
         break;
       }
     }
+    acc = m.fold(acc, x);
   }
-  return n;
+  return acc;
 }
 
 /**
@@ -221,8 +197,8 @@ function collectRootKeys(set: SelectionSetNode, fragments: Map<string, FragmentD
 
 export function measureOperation(doc: DocumentNode, op: OperationDefinitionNode): OperationCost {
   const fragments = fragmentsOf(doc);
-  const depth = selectionDepth(op.selectionSet, fragments, new Map(), new Set());
-  const fields = selectionFields(op.selectionSet, fragments, new Map(), new Set());
+  const depth = 1 + measureSet(DEPTH_BELOW, op.selectionSet, fragments, new Map(), new Set());
+  const fields = measureSet(FIELDS, op.selectionSet, fragments, new Map(), new Set());
   let evaluations = 0;
   let mutations = 0;
   const contexts: ValueNode[] = [];

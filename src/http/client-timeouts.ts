@@ -33,10 +33,12 @@ interface Pending {
 }
 
 /**
- * Bodies being received, each with a deadline `ms` after its head. Every deadline has the same
- * length, so insertion order is deadline order: one timer sweeps the oldest while bodies are
- * pending (a few times per `ms`), and starting or finishing a body is a Set insert or delete, not
- * a timer of its own.
+ * Bodies being received, each with a deadline `ms` after its head. One timer sweeps them while
+ * any is pending (a few times per `ms`); starting or finishing a body is a Set insert or delete,
+ * not a timer of its own. A front may start a body's deadline late (only once the body did not
+ * arrive whole with its head, the common case for small bodies) by passing the head's time, so the
+ * sweep looks at every pending body rather than stopping at the first not yet due: the Set holds
+ * only bodies still arriving.
  */
 export class BodyDeadlines {
   private readonly pending = new Set<Pending>();
@@ -50,9 +52,12 @@ export class BodyDeadlines {
     this.sweepMs = Math.max(10, Math.min(1000, Math.floor(ms / 4)));
   }
 
-  /** Starts a body's deadline; `expire` runs once if it passes first. Returns what ends it early. */
-  start(expire: () => void): () => void {
-    const p: Pending = { due: this.now() + this.ms, expire };
+  /**
+   * Starts a body's deadline, `ms` after `since` (the head's `performance.now()`; now by default);
+   * `expire` runs once if it passes first. Returns what ends it early.
+   */
+  start(expire: () => void, since: number = this.now()): () => void {
+    const p: Pending = { due: since + this.ms, expire };
     this.pending.add(p);
     if (this.timer === null) {
       this.timer = setInterval(() => this.sweep(), this.sweepMs);
@@ -73,7 +78,7 @@ export class BodyDeadlines {
   private sweep(): void {
     const now = this.now();
     for (const p of this.pending) {
-      if (p.due > now) break;
+      if (p.due > now) continue;
       this.pending.delete(p);
       p.expire();
     }

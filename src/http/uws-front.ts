@@ -229,27 +229,31 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
     }
     let reader: BodyReader | null = new BodyReader(route, inc);
     w.bodyPending = true;
-    // A body not whole within its deadline: the connection is closed (onAborted ends the exchange).
-    const bodyDone = bodies.start(() => {
-      reader = null;
-      if (!w.aborted) res.close();
-    });
-    w.bodyDeadline = bodyDone;
+    // A body not whole within its deadline from the head closes the connection (onAborted ends the
+    // exchange). Armed only once a chunk arrives that is not the last: a small body comes whole with
+    // its head and costs no deadline; one whose bytes never come is closed by uWS's own 10 s timer
+    // (client-timeouts.ts).
+    let bodyDone: (() => void) | null = null;
     res.onData((chunk, isLast) => {
       if (reader === null) return;
       // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.
       if (!reader.push(new Uint8Array(chunk), true)) {
         reader = null;
-        bodyDone();
+        bodyDone?.();
         tooLarge(ctx, w, route);
         return;
       }
       if (isLast) {
         reader.finish(inc);
         reader = null;
-        bodyDone();
+        bodyDone?.();
         w.bodyPending = false;
         runExchange(ctx, route, inc, w);
+      } else if (bodyDone === null) {
+        w.bodyDeadline = bodyDone = bodies.start(() => {
+          reader = null;
+          if (!w.aborted) res.close();
+        }, w.startedAt);
       }
     });
   };

@@ -1,4 +1,4 @@
-/** Settings (CONTRACT.md 1): validated once; a bad value is refused with a message naming the variable. */
+/** Settings (README.md, "Configuration"): validated once; a bad value is refused with a message naming the variable. */
 import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -34,6 +34,8 @@ t.test('valid values are read', async (t) => {
   });
   t.match(c, { host: '0.0.0.0', port: 0, bootstrapAdminKey: key, operatorToken: 'x'.repeat(16), rateLimitEval: 5, rateLimitMgmt: 0.5, databaseUrl: 'postgresql://u@h/db', requireNativeHttp: true, httpFront: 'node', shutdownGraceMs: 2500 });
   t.equal(loadConfig({ PORT: '65535' }).port, 65535);
+  t.equal(loadConfig({}).actorPriority, 'nice');
+  t.equal(loadConfig({ VEXIL_ACTOR_PRIORITY: 'idle' }).actorPriority, 'idle');
 });
 
 t.test('a bad PORT is refused naming PORT', async (t) => {
@@ -56,11 +58,12 @@ t.test('other bad settings name their variable', async (t) => {
   refused(t, { VEXIL_KEY_CACHE_TTL_MS: '-1' }, 'VEXIL_KEY_CACHE_TTL_MS');
   refused(t, { VEXIL_REQUIRE_NATIVE_HTTP: 'yes' }, 'VEXIL_REQUIRE_NATIVE_HTTP');
   refused(t, { VEXIL_HTTP_FRONT: 'uws' }, 'VEXIL_HTTP_FRONT');
+  refused(t, { VEXIL_ACTOR_PRIORITY: 'realtime' }, 'VEXIL_ACTOR_PRIORITY');
   refused(t, { VEXIL_SHUTDOWN_GRACE_MS: '-1' }, 'VEXIL_SHUTDOWN_GRACE_MS');
   refused(t, { VEXIL_LOG_LEVEL: 'verbose' }, 'VEXIL_LOG_LEVEL');
 });
 
-t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
+t.test('evaluation pool settings', async (t) => {
   const { availableParallelism } = await import('node:os');
   const c = loadConfig({});
   t.equal(c.evalQueueMax, 10_000, 'VEXIL_EVAL_QUEUE_MAX defaults to 10000');
@@ -72,7 +75,7 @@ t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
   refused(t, { VEXIL_EVAL_HANDOFF: 'sometimes' }, 'VEXIL_EVAL_HANDOFF');
 });
 
-t.test('slow clients and event streams (CONTRACT.md 14): the contract bounds are the defaults and the most allowed', async (t) => {
+t.test('slow clients and event streams: the documented bounds are the defaults and the most allowed', async (t) => {
   const c = loadConfig({});
   t.same(c.clientTimeouts, { headMs: 10_000, bodyMs: 30_000, idleMs: 120_000 }, 'head 10 s, body 30 s, idle 120 s');
   t.equal(c.sseMaxStreamsPerKey, 1000, 'VEXIL_SSE_MAX_STREAMS_PER_KEY defaults to 1000');

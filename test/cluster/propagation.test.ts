@@ -1,5 +1,5 @@
 /**
- * Two nodes on one PostgreSQL and one NATS (issue 4): writes on one node reach the other's
+ * Two nodes on one PostgreSQL and one NATS (docs/cluster.md): writes on one node reach the other's
  * evaluations and key cache without a restart. Runs when DATABASE_URL and NATS_URL are set.
  */
 import t from 'tap';

@@ -1,4 +1,4 @@
-/** The pure size-limit checks (CONTRACT.md 14): limits are passed in, defaults are the documented ones. */
+/** The pure size-limit checks (docs/limits.md, "Tenancy limits"): limits are passed in, defaults are the documented ones. */
 import t from 'tap';
 import {
   checkConfigLimits,

@@ -1,6 +1,6 @@
 /**
- * The GraphQL result estimate (src/graphql/result-estimate.ts, CONTRACT.md 13): its rules per
- * list field, `first` on lists and connections (on a copy of the schema with CONTRACT.md 13's
+ * The GraphQL result estimate (src/graphql/result-estimate.ts; docs/graphql.md, "Limits"): its rules per
+ * list field, `first` on lists and connections (on a copy of the schema with the flag list's
  * paging fields), mutations growing lists, the snapshot's list maxima, and a property test: on
  * generated documents against small generated organizations, never below the number of values
  * the executed result really holds.
@@ -36,7 +36,7 @@ t.test('rules per list field', async (t) => {
   t.equal(estimate('{ a: flags { name } b: flags { name } }'), 200_000, 'aliases count');
   // Per flag: name, project, tags 1, variants 2 × 2, configs 1 × (stage, enabled, rules 1 × (id, 3, 2)) = 15.
   t.equal(estimate(attack(1)), 1_500_000);
-  t.equal(estimate(attack(20)), 30_000_000, "the issue's 20-alias document: 30,000,000");
+  t.equal(estimate(attack(20)), 30_000_000, '20 aliases of a full flags selection: 30,000,000');
   t.equal(estimate('{ flags { ...F ... on Flag { tags } } } fragment F on Flag { name variants { key } }'), 100_000 * (1 + 2 + 1), 'fragments expanded');
   t.equal(estimate('{ flags { ...F ...F } } fragment F on Flag { name }'), 200_000, 'a fragment counts at every spread');
   t.equal(estimate('{ flag(name: "x") { name tags variants { key value valueType } } }'), 1 + 1 + 2 * 3, 'a single flag: its lists at their maxima');
@@ -57,7 +57,7 @@ t.test('rules per list field', async (t) => {
 });
 
 t.test('first: on any list field, and on a connection for its nodes', async (t) => {
-  // CONTRACT.md 13's paging fields are in the real schema.
+  // The flag list's paging fields (docs/graphql.md, "Paging and searching the flag list") are in the real schema.
   const paged = buildSchema(typeDefs);
   t.ok(paged.getType('FlagConnection'), 'the test schema has the connection');
   const est = (q: string, v: Record<string, unknown> | null = null) => estimate(q, v, STATS, paged);

@@ -1,5 +1,5 @@
 /**
- * GET /api/openapi.json (CONTRACT.md 10): a valid OpenAPI 3.1 document (checked by
+ * GET /api/openapi.json (README.md, "API description"): a valid OpenAPI 3.1 document (checked by
  * @apidevtools/swagger-parser) whose operations are exactly the routes the node serves (taken from
  * its route tables), with request bodies from the zod schemas that validate them; real responses
  * match the documented response schemas.
@@ -47,7 +47,7 @@ t.test('the document is valid OpenAPI 3.1 and covers exactly the served routes',
     if (HAS_BODY[rt.method] && !bodyless) t.ok(op.requestBody?.content?.['application/json']?.schema?.$ref, `${rt.method} ${rt.pattern} documents its body`);
     for (const [status, resp] of Object.entries<any>(op.responses)) {
       if (Number(status) < 400 && status !== 'default') continue;
-      // OFREP answers errors in its own shapes (CONTRACT.md 9); the UI's 404 is a plain problem.
+      // OFREP answers errors in its own shapes (docs/ofrep.md, "Answers"); the UI's 404 is a plain problem.
       if (rt.pattern.startsWith('/ofrep/')) t.match(resp.content?.['application/json']?.schema?.$ref, /^#\/components\/schemas\/Ofrep/, `${rt.pattern} ${status} uses an OFREP error shape`);
       else if (rt.pattern.startsWith('/ui') || rt.pattern === '/') t.ok(resp, `${rt.pattern} ${status} documented`);
       else t.match(resp.$ref, /^#\/components\/responses\/Problem/, `${rt.pattern} ${status} is problem+json`);

@@ -1,5 +1,5 @@
 /**
- * Stage configurations over REST: `POST /api/flags/{name}/configs` (SPEC 2.3, 4.2; CONTRACT 5):
+ * Stage configurations over REST: `POST /api/flags/{name}/configs` (docs/api.md, "Flags"):
  * the FlagConfig answered, rule ids, replace-on-upsert, clientId configurations, the 409 for an
  * environment the flag does not use, and the CanWrite environment scope.
  */

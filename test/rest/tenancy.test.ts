@@ -1,5 +1,5 @@
 /**
- * Tenancy limits and write scopes (CONTRACT.md 14) over real HTTP, REST and GraphQL:
+ * Tenancy limits and write scopes (docs/limits.md, "Tenancy limits") over real HTTP, REST and GraphQL:
  * - count limits (flags, keys, configurations): at the limit a write succeeds, one over is 409
  *   QUOTA_EXCEEDED naming the setting and its value;
  * - size limits (variants, rules, conditions, value bytes): one over is 400 BAD_REQUEST naming it;

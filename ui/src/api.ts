@@ -100,7 +100,7 @@ export async function gql<T>(query: string, variables?: Record<string, unknown>,
   return r.data;
 }
 
-// ---- shapes (CONTRACT.md 7) ------------------------------------------------------------------
+// ---- shapes (docs/graphql.md) ----------------------------------------------------------------
 
 import type { FlagConfig, Flag as ServerFlag, ManagementKey as ServerKey } from '../../src/domain/types';
 
@@ -128,7 +128,7 @@ export const FLAG_FIELDS = `name project type description tags isArchived varian
   environments dependencies { flag variants } createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
 
-// ---- what the key may do (CONTRACT.md 12: viewer) ---------------------------------------------
+// ---- what the key may do (GraphQL `viewer`; docs/api.md, "Admin web UI") ----------------------
 
 export interface Abilities {
   read: boolean;
@@ -149,7 +149,7 @@ export function abilitiesOf(k: ManagementKey): Abilities {
   };
 }
 
-// ---- pages of flags from the server (CONTRACT.md 13) -----------------------------------------
+// ---- pages of flags from the server (docs/graphql.md, "Paging and searching the flag list") --
 
 /** Filters of `flagConnection`: absent or empty values do not filter. */
 export interface FlagFilter {
