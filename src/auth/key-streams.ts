@@ -2,7 +2,8 @@
  * Open event streams of Management Keys, whatever protocol they speak (docs/ofrep.md, "The event
  * stream"; docs/feed.md, "The stream"): what every such stream needs, owned here once.
  *
- * - At most `maxPerKey` open streams per key on this node (routes answer 429 past it; `full`).
+ * - At most `maxPerKey` open streams per key on this node, whatever their protocol (routes answer
+ *   429 past it; `full`): the hubs of one node count together (`sharedCounts`).
  * - A key that is disabled, rotated or deleted ends its streams (the key cache tells us, on every
  *   node); when every key may have changed (the bus reconnected), each open key is checked again;
  *   and every `recheckMs` (at most a minute) each key with open streams is read again from the
@@ -58,12 +59,26 @@ const STREAMS_RETRY_AFTER_S = 5;
 export const tooManyStreams = (max: number): VexilError =>
   new VexilError('RATE_LIMITED', `This key has ${max} open event streams on this node (VEXIL_SSE_MAX_STREAMS_PER_KEY); close one first`, { retryAfter: STREAMS_RETRY_AFTER_S });
 
+/**
+ * Open streams per key id, shared by every hub of a node: kept per key cache, of which a node has
+ * one, so OFREP's and the feed's streams of a key count toward one cap.
+ */
+const countsByNode = new WeakMap<KeyCache, Map<string, number>>();
+
+function sharedCounts(keys: KeyCache): Map<string, number> {
+  let counts = countsByNode.get(keys);
+  if (counts === undefined) countsByNode.set(keys, (counts = new Map()));
+  return counts;
+}
+
 const HEARTBEAT = ': keep-alive\n\n';
 const HEARTBEAT_MS = 25_000;
 
 export class KeyStreams<S extends KeyStream> {
   private readonly byOrg = new Map<string, Set<S>>();
   private readonly byKey = new Map<string, Set<S>>();
+  /** Open streams per key on this node, every hub's (`sharedCounts`). */
+  private readonly perKey: Map<string, number>;
   /** Per organization, what each version touched since the last flush. */
   private readonly pending = new Map<string, Touches[]>();
   private flushScheduled = false;
@@ -81,6 +96,7 @@ export class KeyStreams<S extends KeyStream> {
     private readonly limits: StreamLimits,
     private readonly deliver: Deliver<S>,
   ) {
+    this.perKey = sharedCounts(keys);
     registry.onChange((orgId, snap, touches) => this.onChange(orgId, snap, touches));
     keys.onInvalidate((keyId) => (keyId === null ? void this.recheckAll() : this.endKey(keyId)));
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
@@ -94,9 +110,9 @@ export class KeyStreams<S extends KeyStream> {
     return this.count;
   }
 
-  /** Whether `keyId` has as many open streams on this node as it may (one more is refused). */
+  /** Whether `keyId` has as many open streams on this node as it may, of any protocol (one more is refused). */
   full(keyId: string): boolean {
-    return (this.byKey.get(keyId)?.size ?? 0) >= this.limits.maxPerKey;
+    return (this.perKey.get(keyId) ?? 0) >= this.limits.maxPerKey;
   }
 
   /**
@@ -111,6 +127,7 @@ export class KeyStreams<S extends KeyStream> {
     }
     addTo(this.byOrg, s.orgId, s);
     addTo(this.byKey, s.keyId, s);
+    this.perKey.set(s.keyId, (this.perKey.get(s.keyId) ?? 0) + 1);
     this.count++;
     s.sink.onClose(() => this.remove(s));
     return true;
@@ -134,7 +151,10 @@ export class KeyStreams<S extends KeyStream> {
 
   private remove(s: S): void {
     if (removeFrom(this.byOrg, s.orgId, s)) this.count--;
-    removeFrom(this.byKey, s.keyId, s);
+    if (!removeFrom(this.byKey, s.keyId, s)) return;
+    const left = (this.perKey.get(s.keyId) ?? 1) - 1;
+    if (left > 0) this.perKey.set(s.keyId, left);
+    else this.perKey.delete(s.keyId);
   }
 
   private onChange(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {

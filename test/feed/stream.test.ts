@@ -4,7 +4,8 @@
  * only what changed (one flag, a deleted flag's name, a segment, the kill switch), each with the
  * version it brings and the version it follows, in order; nothing for another application's flag;
  * the changes applied to the first snapshot give the current one; a disabled key ends the stream;
- * at most VEXIL_SSE_MAX_STREAMS_PER_KEY streams per key (429 problem+json with Retry-After).
+ * at most VEXIL_SSE_MAX_STREAMS_PER_KEY streams per key, OFREP's and the feed's together (429
+ * problem+json with Retry-After).
  */
 import t from 'tap';
 import { applyFeedChange, readFeedSnapshot, type FeedSnapshot } from '../../src/feed/decode.js';
@@ -98,16 +99,19 @@ for (const front of ['uws', 'node'] as const) {
       t.notOk(s.isEnded, 'the stream stays open');
     });
 
-    t.test(`at most ${MAX} streams per key; a disabled key ends its streams`, async (t) => {
+    t.test(`at most ${MAX} streams per key, OFREP's counted too; a disabled key ends its streams`, async (t) => {
       const k2 = await evalKey(n, admin, 'web', 'production');
-      const streams: SseStream[] = [];
-      for (let i = 0; i < MAX; i++) streams.push(await streamOf(n, k2, ''));
+      const feed = await streamOf(n, k2, '');
+      const bulk = await n.req('POST', '/ofrep/v1/evaluate/flags', { key: k2, body: { context: { targetingKey: 'u1' } } });
+      const ofrep = await openSse(bulk.body.eventStreams[0].url);
+      const streams = [feed, ofrep];
       open.push(...streams);
-      t.same(streams.map((s) => s.status), Array(MAX).fill(200), `${MAX} streams, stage from the environment scope`);
-      t.equal((await streams[0].nextEvent(1000))?.name, 'snapshot');
+      t.same(streams.map((s) => s.status), [200, 200], 'a feed stream (stage from the environment scope) and an OFREP stream');
+      t.equal((await feed.nextEvent(1000))?.name, 'snapshot');
       const over = await streamOf(n, k2);
       expectProblem(t, { status: over.status, headers: over.headers, body: JSON.parse(over.text), text: over.text }, 429, 'RATE_LIMITED', /VEXIL_SSE_MAX_STREAMS_PER_KEY/);
       t.ok(Number(over.headers.get('retry-after')) >= 1, 'Retry-After');
+      t.equal((await openSse(bulk.body.eventStreams[0].url)).status, 429, "OFREP's route counts the feed's stream too");
       const refused = await streamOf(n, k2, '?stage=development');
       t.equal(refused.status, 403, 'outside the environment scope: 403');
       const id = ((await n.req('GET', '/api/keys', { key: admin })).body as { id: string; environment: string | null }[]).find((k) => k.environment === 'production')!.id;
