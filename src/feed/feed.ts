@@ -184,8 +184,16 @@ function canMatch(rule: KillSwitchRule, stage: string, flags: Map<string, Compil
 
 const joinValues = (m: Map<string, string>): string => [...m.values()].join(',');
 
-/** The JSON body of a feed (`GET /sdk/v1/snapshot`, a stream's `snapshot` event). */
+const bodies = new WeakMap<FeedParts, string>();
+
+/** The JSON body of a feed (`GET /sdk/v1/snapshot`, a stream's `snapshot` event), built once per feed. */
 export function feedBody(parts: FeedParts): string {
+  let body = bodies.get(parts);
+  if (body === undefined) bodies.set(parts, (body = buildBody(parts)));
+  return body;
+}
+
+function buildBody(parts: FeedParts): string {
   return (
     `{"format":${FEED_FORMAT},"version":${parts.version},"stage":${JSON.stringify(parts.stage)},"application":${JSON.stringify(parts.application)},` +
     `"organization":${parts.organization},"flags":[${joinValues(parts.flags)}],"segments":[${joinValues(parts.segments)}]}`

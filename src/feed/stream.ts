@@ -10,7 +10,8 @@
 import { KeyStreams, type EventSink, type KeyStream, type StreamLimits } from '../auth/key-streams.js';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { OrgSnapshot } from '../engine/index.js';
-import type { SnapshotRegistry } from '../snapshots/registry.js';
+import { sameName } from '../domain/name-matching.js';
+import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
 import type { Logger } from '../util/log.js';
 import { feedBody, feedChange, feedParts, type FeedParts } from './feed.js';
 
@@ -46,7 +47,7 @@ export class FeedStreams {
   private readonly groups = new Map<string, Group>();
 
   constructor(registry: SnapshotRegistry, keys: KeyCache, log: Logger, limits: StreamLimits) {
-    this.hub = new KeyStreams(registry, keys, log, limits, (_orgId, snap, _touches, streams) => this.deliver(snap, streams));
+    this.hub = new KeyStreams(registry, keys, log, limits, (_orgId, snap, touches, streams) => this.deliver(snap, touches, streams));
   }
 
   get size(): number {
@@ -85,13 +86,17 @@ export class FeedStreams {
     this.hub.close();
   }
 
-  /** Each group of the organization: its feed now, and a change event when it differs from what was sent. */
-  private deliver(snap: OrgSnapshot, streams: ReadonlySet<FeedStream>): void {
+  /**
+   * Each group of the organization the changes may concern: its feed now, and a change event when
+   * it differs from what was sent.
+   */
+  private deliver(snap: OrgSnapshot, touches: readonly Touches[], streams: ReadonlySet<FeedStream>): void {
     const done = new Set<Group>();
     for (const s of streams) {
       const g = s.group;
       if (done.has(g)) continue;
       done.add(g);
+      if (!touches.some((t) => mayAlter(g.parts, g.application, snap, t))) continue;
       const next = feedParts(snap, g.application, g.stage);
       const change = feedChange(g.parts, next);
       if (change === null) continue;
@@ -100,4 +105,21 @@ export class FeedStreams {
       for (const member of g.streams) member.sink.write(event);
     }
   }
+}
+
+/**
+ * Whether what a version touched may change a feed (`parts`, of `application`), so that a change
+ * elsewhere (another application's flag that no flag of the feed depends on, a segment the feed
+ * does not hold) costs no rebuild. The organization's settings, or anything, always may.
+ */
+function mayAlter(parts: FeedParts, application: string, snap: OrgSnapshot, t: Touches): boolean {
+  if (typeof t !== 'object') return true;
+  if ('segment' in t) return parts.segments.has(t.segment);
+  if (parts.flags.has(t.flag)) return true;
+  const cf = snap.flags.get(t.flag);
+  if (cf === undefined) return false;
+  if (sameName(cf.flag.project, application)) return true;
+  // A flag of another application enters the feed when a flag of it depends on it.
+  for (const name of parts.flags.keys()) if (snap.flags.get(name)?.flag.dependencies.some((d) => d.flag === t.flag)) return true;
+  return false;
 }

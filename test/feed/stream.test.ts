@@ -83,6 +83,18 @@ for (const front of ['uws', 'node'] as const) {
       await setKillSwitch(n, admin, [{ flag: 'w2' }, { flag: 'o1' }, { application: 'other' }]);
       t.equal(await s.next(400), null, 'a kill-switch rule that cannot match: no event');
 
+      const dep = await expectChange(
+        'w1 comes to depend on o1 (another application)',
+        () => n.req('PUT', '/api/flags/w1', { key: admin, body: { dependencies: [{ flag: 'o1', variants: null }] } }),
+        ['organization', 'flags'],
+      );
+      t.same(dep.flags.map((f: any) => f.flag.name), ['o1', 'w1'], 'w1, and o1 as a parent');
+      t.same(dep.organization.killSwitch.map((r: any) => r.flag ?? r.application), ['w2', 'o1', 'other'], 'the rules that can now match o1');
+      const parent = await expectChange("a change of the parent o1", () => postConfig(n, admin, 'o1', { defaultVariantKey: 'off' }), ['flags']);
+      t.same(parent.flags.map((f: any) => f.flag.name), ['o1']);
+      const dropped = await expectChange('w1 no longer depends on o1', () => n.req('PUT', '/api/flags/w1', { key: admin, body: { dependencies: [] } }), ['organization', 'flags', 'removedFlags']);
+      t.same(dropped.removedFlags, ['o1'], 'o1 leaves the feed');
+
       const created = await expectChange('a new flag', () => postFlag(n, admin, 'w3'), ['flags']);
       t.same(created.flags.map((f: any) => f.flag.name), ['w3']);
       const deleted = await expectChange('a deletion', () => deleteFlag(n, admin, 'w3'), ['removedFlags']);
