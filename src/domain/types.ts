@@ -184,6 +184,8 @@ export const AUDIT_ACTIONS = [
   'segment.create',
   'segment.update',
   'segment.delete',
+  'schedule.create',
+  'schedule.cancel',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -210,10 +212,32 @@ export interface AuditChange {
   /** The target's JSON before and after the change; null where it did not exist. */
   before: unknown;
   after: unknown;
+  /** The schedule whose change this is (docs/audit.md); absent for every other write. */
+  scheduleId?: string;
 }
 
 export interface AuditEvent extends AuditChange {
   id: string;
   at: string; // ISO 8601
   actor: AuditActor;
+}
+
+// ---- scheduled changes (docs/api.md#scheduled-changes) ---------------------------------------------
+
+export const SCHEDULE_STATUSES = ['pending', 'applied', 'cancelled', 'failed'] as const;
+export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
+
+/** A configuration change applied once at `at`: exactly one of `enabled` and `config` is set. */
+export interface Schedule {
+  id: string;
+  flag: string;
+  at: string; // ISO 8601
+  stage: string;
+  clientId: string | null;
+  enabled: boolean | null;
+  config: FlagConfig | null;
+  createdBy: { keyId: string; keyName: string };
+  status: ScheduleStatus;
+  appliedAt: string | null;
+  error: string | null;
 }

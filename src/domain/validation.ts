@@ -61,6 +61,7 @@ export {
   type RuleInput,
   type UpsertFlagConfigInput,
 } from './validation/configs.js';
+export { parseSchedule, scheduleSchema, SCHEDULE_FINISHED_KEPT, SCHEDULE_HORIZON_MS, type ScheduleInput } from './validation/schedules.js';
 export { evaluationBodySchema, parseEvaluationBody, type EvaluationBody } from './validation/evaluation.js';
 export { createKeySchema, parseCreateKey, type CreateKeyInput } from './validation/keys.js';
 export {

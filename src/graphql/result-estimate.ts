@@ -28,7 +28,8 @@
  *   organization's lists; `segments`: the organization's segments (all of them, an upper bound),
  *   `Segment.conditions`: the most conditions any segment has;
  * - `managementKeys`: `VEXIL_MAX_KEYS_PER_ORG`'s default, 1,000 keys (keys are not in the
- *   snapshot); `auditLog`: `first`, else its default page of 100 (at most 500);
+ *   snapshot); `Flag.schedules`: `VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG`'s default plus the
+ *   finished schedules kept, 200; `auditLog`: `first`, else its default page of 100 (at most 500);
  * - a list of an enum (`permissions`, `__Directive.locations`): the enum's values;
  * - introspection lists: the largest such list in the schema;
  * - any other list: the largest of all of the above.
@@ -66,6 +67,7 @@ import {
 } from 'graphql';
 import type { CompiledSegment, OrgSnapshot } from '../engine/compiled.js';
 import { listMaxima, noMaxima, type ListMaxima } from '../engine/snapshot-stats.js';
+import { DEFAULT_TENANCY_LIMITS, SCHEDULE_FINISHED_KEPT } from '../domain/validation.js';
 
 /** What the estimate reads from a snapshot (`resultStats`). */
 export interface ResultStats extends ListMaxima {
@@ -118,6 +120,14 @@ export const LIST_LENGTHS: Readonly<Record<string, StatName>> = {
   'Mutation.replaceApplications': 'orgApplications',
   'Mutation.renameApplication': 'orgApplications',
   'Mutation.replaceKillSwitch': 'killSwitch',
+};
+
+/**
+ * Lists not in the snapshot whose length a limit bounds: a flag's schedules, at most the
+ * VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG default pending plus the finished ones kept (docs/limits.md).
+ */
+const FIXED_LENGTHS: Readonly<Record<string, number>> = {
+  'Flag.schedules': DEFAULT_TENANCY_LIMITS.maxPendingSchedulesPerFlag + SCHEDULE_FINISHED_KEPT,
 };
 
 /** Lists answering one page: at most `max`, `first` items, else `default`. */
@@ -310,7 +320,7 @@ class ShapeBuilder {
         node.length = paged.max;
         node.defaultFirst = paged.default;
       } else {
-        node.length = LIST_LENGTHS[key] ?? this.introspection.get(key) ?? (isEnumType(named) ? named.getValues().length : 'largest');
+        node.length = LIST_LENGTHS[key] ?? FIXED_LENGTHS[key] ?? this.introspection.get(key) ?? (isEnumType(named) ? named.getValues().length : 'largest');
       }
       node.first = first ?? ((name === 'nodes' || name === 'edges') ? connection : null);
     }

@@ -130,6 +130,7 @@ export const AuditEventSchema = z.object({
   application: z.string().nullable(),
   before: z.unknown(),
   after: z.unknown(),
+  scheduleId: z.string().optional().meta({ description: 'The schedule whose change this is (docs/audit.md)' }),
 });
 
 export const LiveSchema = z.object({ status: z.literal('live') });

@@ -457,6 +457,30 @@ t.test('segments: createSegment, updateSegment, deleteSegment, segments, segment
   t.same((await gql(n, admin, '{ segments { name } }')).body, { data: { segments: [{ name: 'gql-all' }] } });
 });
 
+t.test('scheduled changes: scheduleFlagChange, Flag.schedules, cancelSchedule, AuditEvent.scheduleId', async (t) => {
+  const at = new Date(Date.now() + 60_000).toISOString();
+  const made = await gql(n, admin, `mutation {
+    createFlag(input: {name: "sched", project: "default", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name }
+    upsertFlagConfig(name: "sched", input: {stage: "production", clientId: "c1", enabled: true, defaultVariantKey: "on", rolloutPercentage: 100}) { stage }
+    a: scheduleFlagChange(name: "sched", input: {at: "${at}", stage: "production", clientId: "c1", enabled: null,
+      config: {stage: "production", clientId: "c1", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100}}) { id status }
+    b: scheduleFlagChange(name: "sched", input: {at: "${at}", stage: "production", clientId: "c1", enabled: false}) { id }
+  }`);
+  t.notOk(made.body.errors, 'no errors');
+  const id = made.body.data?.a.id;
+  const read = await gql(n, admin, `{ flag(name: "sched") { schedules {
+    id flag at stage clientId enabled config { stage clientId defaultVariantKey } createdBy { keyId keyName } status appliedAt error
+  } } }`);
+  t.match(read.body.data?.flag.schedules.find((s: { id: string }) => s.id === id), {
+    id, flag: 'sched', at, stage: 'production', clientId: 'c1', enabled: null, config: { stage: 'production', clientId: 'c1', defaultVariantKey: 'off' },
+    createdBy: { keyId: String, keyName: 'admin' }, status: 'pending', appliedAt: null, error: null,
+  });
+  const cancel = await gql(n, admin, `mutation { cancelSchedule(name: "sched", id: "${id}") }`);
+  t.same(cancel.body, { data: { cancelSchedule: true } });
+  const log = await gql(n, admin, '{ auditLog(target: "sched", first: 1) { action scheduleId } }');
+  t.same(log.body.data?.auditLog, [{ action: 'schedule.cancel', scheduleId: null }], 'only a scheduled change names its schedule');
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);

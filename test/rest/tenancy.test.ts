@@ -105,6 +105,8 @@ t.test('config: tenancy limits have their documented defaults and are validated'
     maxValueBytes: 32768,
     maxSegmentsPerOrg: 1000,
     maxSegmentValues: 20000,
+    maxPendingSchedulesPerFlag: 100,
+    maxPendingSchedulesPerOrg: 10000,
   });
   tt.equal(loadConfig({ VEXIL_MAX_FLAGS_PER_ORG: '3' }).tenancyLimits.maxFlagsPerOrg, 3);
   for (const k of Object.keys(LIMITS)) {

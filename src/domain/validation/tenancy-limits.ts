@@ -4,7 +4,7 @@
  *
  * - Size limits (rules, conditions, variants, value bytes) are checked here: one over is 400
  *   `BAD_REQUEST` naming the setting and its value.
- * - Count limits (flags, keys, configurations, segments) need stored state: the writes check them inside
+ * - Count limits (flags, keys, configurations, segments, pending schedules) need stored state: the writes check them inside
  *   their transaction with `quotaError`, 409 `QUOTA_EXCEEDED`.
  */
 import { badRequest, quotaExceeded, type VexilError } from '../errors.js';
@@ -31,6 +31,10 @@ export interface TenancyLimits {
    * is bounded by this (and the 1 MiB body), each item by maxValueBytes, not the list as a whole.
    */
   maxSegmentValues: number;
+  /** VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG: pending scheduled changes of one flag */
+  maxPendingSchedulesPerFlag: number;
+  /** VEXIL_MAX_PENDING_SCHEDULES_PER_ORG: pending scheduled changes in one organization */
+  maxPendingSchedulesPerOrg: number;
 }
 
 export const DEFAULT_TENANCY_LIMITS: Readonly<TenancyLimits> = Object.freeze({
@@ -43,6 +47,8 @@ export const DEFAULT_TENANCY_LIMITS: Readonly<TenancyLimits> = Object.freeze({
   maxValueBytes: 32_768,
   maxSegmentsPerOrg: 1000,
   maxSegmentValues: 20_000,
+  maxPendingSchedulesPerFlag: 100,
+  maxPendingSchedulesPerOrg: 10_000,
 });
 
 /** The setting that sets each limit, as clients see it named in errors. */
@@ -56,6 +62,8 @@ export const LIMIT_SETTING: Readonly<Record<keyof TenancyLimits, string>> = Obje
   maxValueBytes: 'VEXIL_MAX_VALUE_BYTES',
   maxSegmentsPerOrg: 'VEXIL_MAX_SEGMENTS_PER_ORG',
   maxSegmentValues: 'VEXIL_MAX_SEGMENT_VALUES',
+  maxPendingSchedulesPerFlag: 'VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG',
+  maxPendingSchedulesPerOrg: 'VEXIL_MAX_PENDING_SCHEDULES_PER_ORG',
 });
 
 const WHAT: Readonly<Record<keyof TenancyLimits, string>> = {
@@ -68,6 +76,8 @@ const WHAT: Readonly<Record<keyof TenancyLimits, string>> = {
   maxValueBytes: 'bytes of JSON in one value',
   maxSegmentsPerOrg: 'segments in this organization',
   maxSegmentValues: "values in one segment condition's list",
+  maxPendingSchedulesPerFlag: 'pending scheduled changes of one flag',
+  maxPendingSchedulesPerOrg: 'pending scheduled changes in this organization',
 };
 
 /** "at most 3 flags in this organization (VEXIL_MAX_FLAGS_PER_ORG=3)" */
@@ -77,7 +87,7 @@ export const describeLimit = (limits: TenancyLimits, which: keyof TenancyLimits)
 /** 409 QUOTA_EXCEEDED for a count limit. */
 export const quotaError = (
   limits: TenancyLimits,
-  which: 'maxFlagsPerOrg' | 'maxKeysPerOrg' | 'maxConfigsPerFlag' | 'maxSegmentsPerOrg',
+  which: 'maxFlagsPerOrg' | 'maxKeysPerOrg' | 'maxConfigsPerFlag' | 'maxSegmentsPerOrg' | 'maxPendingSchedulesPerFlag' | 'maxPendingSchedulesPerOrg',
 ): VexilError =>
   quotaExceeded(`Quota exceeded: ${describeLimit(limits, which)}`);
 

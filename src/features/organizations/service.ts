@@ -17,6 +17,7 @@ import * as keyStore from '../keys/store.js';
 import * as segmentStore from '../segments/store.js';
 import { orgChange } from '../audit/events.js';
 import { renameEventApplication } from '../audit/store.js';
+import { renameScheduleStage } from '../schedules/store.js';
 import { forgetKey } from '../keys/service.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
@@ -61,8 +62,8 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
 }
 
 /**
- * Renames `from` to `to` everywhere it is used (flags, configurations, segments, key scopes, kill
- * switch, and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
+ * Renames `from` to `to` everywhere it is used (flags, configurations, segments, schedules, key scopes,
+ * kill switch, and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
  */
 async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
   for (const f of await flagStore.listFlags(tx, org.id)) {
@@ -72,8 +73,10 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
       await flagStore.saveFlag(tx, org.id, { ...f, project: to });
     }
   }
-  if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
-  else {
+  if (list === 'environments') {
+    await flagStore.renameConfigStage(tx, org.id, from, to);
+    await renameScheduleStage(tx, org.id, from, to);
+  } else {
     await renameEventApplication(tx, org.id, from, to);
     await segmentStore.renameSegmentApplication(tx, org.id, from, to);
   }
