@@ -3,7 +3,8 @@
  * event (the snapshot's body), then one `change` event per change of the feed within 1 s, carrying
  * only what changed (one flag, a deleted flag's name, a segment, the kill switch), each with the
  * version it brings and the version it follows, in order; nothing for another application's flag;
- * the changes applied to the first snapshot give the current one; a disabled key ends the stream;
+ * the changes applied to the first snapshot give the current one; a disabled, rotated or deleted
+ * key ends the stream;
  * at most VEXIL_SSE_MAX_STREAMS_PER_KEY streams per key, OFREP's and the feed's together (429
  * problem+json with Retry-After).
  */
@@ -130,6 +131,22 @@ for (const front of ['uws', 'node'] as const) {
       must(t, await n.req('POST', `/api/keys/${id}/disable`, { key: admin }), 200, 'disable');
       for (const s of streams) t.ok(await within(s.ended, 1000), 'the stream ends within 1 s');
       t.equal((await streamOf(n, k2)).status, 401, 'reconnecting: 401');
+    });
+
+    t.test('a rotated or deleted key ends its streams too', async (t) => {
+      const keyIds = async () => ((await n.req('GET', '/api/keys', { key: admin })).body as { id: string }[]).map((k) => k.id);
+      for (const action of ['rotate', 'delete'] as const) {
+        const before = new Set(await keyIds());
+        const k = await evalKey(n, admin, 'web');
+        const id = (await keyIds()).find((x) => !before.has(x))!;
+        const s = await streamOf(n, k);
+        open.push(s);
+        t.equal((await s.nextEvent(1000))?.name, 'snapshot', `${action}: stream open`);
+        const r = action === 'delete' ? await n.req('DELETE', `/api/keys/${id}`, { key: admin }) : await n.req('POST', `/api/keys/${id}/rotate`, { key: admin });
+        t.ok(r.status === 200 || r.status === 204, `${action}: ${r.status}`);
+        t.ok(await within(s.ended, 1000), `${action}: the stream ends within 1 s`);
+        t.equal((await streamOf(n, k)).status, 401, `${action}: reconnecting with the old key: 401`);
+      }
     });
   });
 }
