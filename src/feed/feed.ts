@@ -27,6 +27,8 @@ export interface FeedParts {
   flags: Map<string, string>;
   /** JSON of each Segment, by name, sorted by name. */
   segments: Map<string, string>;
+  /** Every segment name the feed's rules name, whether the organization holds it or not. */
+  named: ReadonlySet<string>;
 }
 
 // ---- records as the feed carries them: fixed fields in a fixed order, whatever built them ------------
@@ -162,7 +164,7 @@ function buildParts(snap: OrgSnapshot, application: string, stage: string): Feed
     applications: snap.org.applications,
     killSwitch: snap.org.killSwitch.filter((r) => canMatch(r, stage, included)).map((r) => ({ flag: r.flag ?? null, application: r.application ?? null, environment: r.environment ?? null })),
   };
-  return { version: snap.org.version, stage, application, organization: JSON.stringify(organization), flags, segments };
+  return { version: snap.org.version, stage, application, organization: JSON.stringify(organization), flags, segments, named: segmentNames };
 }
 
 /**

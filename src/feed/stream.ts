@@ -109,12 +109,12 @@ export class FeedStreams {
 
 /**
  * Whether what a version touched may change a feed (`parts`, of `application`), so that a change
- * elsewhere (another application's flag that no flag of the feed depends on, a segment the feed
- * does not hold) costs no rebuild. The organization's settings, or anything, always may.
+ * elsewhere (another application's flag that no flag of the feed depends on, a segment no rule of
+ * the feed names) costs no rebuild. The organization's settings, or anything, always may.
  */
 function mayAlter(parts: FeedParts, application: string, snap: OrgSnapshot, t: Touches): boolean {
   if (typeof t !== 'object') return true;
-  if ('segment' in t) return parts.segments.has(t.segment);
+  if ('segment' in t) return parts.named.has(t.segment);
   if (parts.flags.has(t.flag)) return true;
   const cf = snap.flags.get(t.flag);
   if (cf === undefined) return false;
