@@ -22,6 +22,7 @@ import { evaluationRoutes } from './features/evaluation/routes.js';
 import { ManagementActor } from './management/handle.js';
 import { managementRoutes } from './management/routes.js';
 import { ofrepRoutes } from './ofrep/routes.js';
+import { feedRoutes } from './feed/routes.js';
 import { uiRoutes } from './features/ui/routes.js';
 import { ExchangeContext } from './http/exchange.js';
 import type { Incoming, Reply } from './http/handler.js';
@@ -185,6 +186,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       ...evaluationRoutes(rt),
       ...managementRoutes(rt).map((r) => forwarded(actor, r)),
       ...ofrepRoutes(rt),
+      ...feedRoutes(rt),
       ...uiRoutes(),
       ...(opts.routes?.(rt) ?? []),
     ];
