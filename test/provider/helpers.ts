@@ -9,10 +9,14 @@ export { VexilProvider };
 
 let domains = 0;
 
-/** A provider on a fresh domain; `wait` waits for its initialization (which may fail: then no throw). */
-export async function providerClient(options: VexilProviderOptions, wait = true): Promise<{ provider: VexilProvider; client: Client; domain: string }> {
+/**
+ * A provider on a fresh domain, closed at `t`'s end; `wait` waits for its initialization (which
+ * may fail: then no throw).
+ */
+export async function providerClient(t: { teardown(fn: () => unknown): void }, options: VexilProviderOptions, wait = true): Promise<{ provider: VexilProvider; client: Client; domain: string }> {
   const domain = `vexil-${process.pid}-${++domains}`;
   const provider = new VexilProvider(options);
+  t.teardown(() => OpenFeature.clearProviders(domain));
   if (wait) await OpenFeature.setProviderAndWait(domain, provider).catch(() => undefined);
   else OpenFeature.setProvider(domain, provider);
   return { provider, client: OpenFeature.getClient(domain), domain };

@@ -178,7 +178,7 @@ t.test('provider answers equal the node answers', async (t) => {
   const r = rng(19);
   const made = await seed(t, n, admin, r);
   const key = await evalKey(n, admin, 'web', 'production');
-  const { provider, client } = await providerClient({ url: n.url, key, stage: 'production' });
+  const { provider, client } = await providerClient(t, { url: n.url, key, stage: 'production' });
   t.equal(client.providerStatus, 'READY', 'READY after initialize');
 
   const cases: { m: Made; ctx: Record<string, unknown> }[] = [];

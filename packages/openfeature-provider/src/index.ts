@@ -55,7 +55,7 @@ interface SseEvent {
 export class VexilProvider implements Provider {
   readonly metadata = { name: 'vexil' } as const;
   readonly runsOn = 'server' as const;
-  readonly events = new OpenFeatureEventEmitter();
+  readonly events: OpenFeatureEventEmitter = new OpenFeatureEventEmitter();
 
   private readonly base: string;
   private readonly query: string;
