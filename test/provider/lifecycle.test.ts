@@ -77,6 +77,21 @@ t.test('ConfigurationChanged within 1 s of a change', async (t) => {
   await expectChange('a new flag', () => postFlag(n, admin, 'brand-new'), ['brand-new']);
   await expectChange('a deleted flag', () => n.req('DELETE', '/api/flags/brand-new', { key: admin }), ['brand-new']);
   t.equal((await client.getBooleanDetails('brand-new', false, ctx)).errorCode, 'FLAG_NOT_FOUND', 'the deleted flag is gone');
+
+  // After changes applied in place (flags, segments) and a rebuild (the kill switch), the answers are still the node's.
+  await expectChange('the kill switch lifted', () => setKillSwitch(n, admin, []), ['live', 'other-flag']);
+  await expectChange('a segment change again', () => n.req('PUT', '/api/segments/beta', { key: admin, body: { conditions: [{ field: 'plan', operator: 'in', value: ['beta', 'pro'] }] } }), ['live', 'other-flag']);
+  await expectChange('a rule change', () => postConfig(n, admin, 'other-flag', { rules: [{ priority: 1, conditions: [{ field: 'age', operator: '>', value: 30 }], allocations: [{ variantKey: 'on', percentage: 50 }, { variantKey: 'off', percentage: 50 }] }] }), ['other-flag']);
+  let compared = 0;
+  for (const flag of ['live', 'other-flag']) {
+    for (const context of [{ targetingKey: 'u1' }, { targetingKey: 'u2', plan: 'pro' }, { targetingKey: 'u3', plan: 'beta', age: 40 }, { targetingKey: 'u4', age: 41 }, { targetingKey: 'u5', age: 42 }]) {
+      const d = await client.getBooleanDetails(flag, false, context);
+      const o = (await n.req('POST', `/ofrep/v1/evaluate/flags/${flag}`, { key, body: { context: { ...context, stage: 'production' } } })).body;
+      t.same({ value: d.value, variant: d.variant, reason: d.reason, reasonCode: d.flagMetadata.reasonCode }, { value: o.value, variant: o.variant, reason: o.reason, reasonCode: o.metadata.reasonCode }, `${flag} ${JSON.stringify(context)}: the node's answer`);
+      compared++;
+    }
+  }
+  t.equal(compared, 10);
 });
 
 t.test('reconnects by itself after the node restarts, with backoff', async (t) => {

@@ -18,7 +18,7 @@ import {
 } from '@openfeature/server-sdk';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { evaluateFlag, type OrgSnapshot } from '../../../src/engine/index.js';
-import { applyFeedChange, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/feed/decode.js';
+import { applyFeedChangeDecoded, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/feed/decode.js';
 import { reasonOf } from '../../../src/ofrep/answer.js';
 import { evaluationContextOf } from '../../../src/ofrep/context.js';
 
@@ -185,14 +185,14 @@ export class VexilProvider implements Provider {
   /** Applies a `change` event; false on a gap (the caller reloads). */
   private change(json: unknown): boolean {
     const held = this.held!;
-    const next = applyFeedChange(held, json);
+    const next = applyFeedChangeDecoded({ feed: held, snapshot: this.snapshot! }, json);
     if (next === null) return false;
     const c = json as FeedChange;
-    this.hold(next, decodeFeed(next));
+    this.hold(next.feed, next.snapshot);
     // An organization or segment change can alter any flag's answer.
     const names =
       c.organization !== undefined || c.segments !== undefined || c.removedSegments !== undefined
-        ? [...new Set([...held.flags, ...next.flags].map((f) => f.flag.name))]
+        ? [...new Set([...held.flags, ...next.feed.flags].map((f) => f.flag.name))]
         : [...(c.flags ?? []).map((f) => f.flag.name), ...(c.removedFlags ?? [])];
     this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged: names });
     return true;
@@ -284,7 +284,8 @@ export class VexilProvider implements Provider {
       })) {
         if (this.closed) return false;
         if (ev.event === 'snapshot') {
-          this.take(JSON.parse(ev.data));
+          // A snapshot of the version held (the usual first event) is not parsed again.
+          if (versionOf(ev.data) !== this.held?.version) this.take(JSON.parse(ev.data));
           this.attempt = 0;
           if (this.notCurrent) {
             this.notCurrent = false;
@@ -338,6 +339,12 @@ export class VexilProvider implements Provider {
     };
     this.cacheWriting = write();
   }
+}
+
+/** The `version` at the head of a snapshot body (`{"format":1,"version":N,…`, docs/feed.md), or null. */
+function versionOf(data: string): number | null {
+  const m = /^\{"format":1,"version":(\d+),/.exec(data.slice(0, 48));
+  return m === null ? null : Number(m[1]);
 }
 
 function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {
