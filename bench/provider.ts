@@ -12,7 +12,7 @@
  *    REST (`POST /flags/bench-split`), a closed-loop run of the harness (the node's one core).
  * 2. A node on a copy of the run's seeded 100,000-flag database (bench/seed.ts, once per run, as
  *    large-org): a child process starts a provider on it and reports how long initialize took
- *    (aim ≤ 2 s), split into the snapshot request and decoding, and its memory (RSS and heap,
+ *    (best of three providers in turn; aim ≤ 2 s), split into the snapshot request and decoding, and its memory (RSS and heap,
  *    before and after) and an evaluation.
  */
 import path from 'node:path';
@@ -55,6 +55,7 @@ interface LoadFigures {
   rssMiB: { before: number; after: number };
   heapMiB: { before: number; after: number };
   answer: unknown;
+  initRuns: number[];
 }
 
 const MiB = 1024 * 1024;
@@ -102,12 +103,8 @@ async function throughput(url: string, key: string): Promise<ThroughputFigures> 
   return { initMs, perSec, reasons };
 }
 
-/** Child process, part 2: loading a large feed. */
-async function load(url: string, key: string, flags: number): Promise<LoadFigures> {
-  const { VexilProvider } = await import(pathToFileURL(BUNDLE).href);
-  const { decodeFeed } = await import('../src/feed/decode.js');
-  const { OpenFeature } = await import('@openfeature/server-sdk');
-  // The parts of initialize, measured apart first: the request with parsing, then decoding.
+/** The parts of initialize, measured apart (in a function of their own, so that nothing of them stays reachable). */
+async function apart(url: string, key: string, decodeFeed: (json: unknown) => unknown): Promise<{ snapshotMs: number; decodeMs: number; bytes: number; held: number }> {
   const s0 = performance.now();
   const res = await fetch(`${url}/sdk/v1/snapshot?stage=production`, { headers: { 'x-api-key': key } });
   const text = await res.text();
@@ -115,20 +112,37 @@ async function load(url: string, key: string, flags: number): Promise<LoadFigure
   const snapshotMs = performance.now() - s0;
   const d0 = performance.now();
   decodeFeed(body);
-  const decodeMs = performance.now() - d0;
-  const bytes = text.length;
-  const held = body.flags.length;
+  return { snapshotMs, decodeMs: performance.now() - d0, bytes: text.length, held: body.flags.length };
+}
+
+/** Child process, part 2: loading a large feed. */
+async function load(url: string, key: string, flags: number): Promise<LoadFigures> {
+  const { VexilProvider } = await import(pathToFileURL(BUNDLE).href);
+  const { decodeFeed } = await import('../src/feed/decode.js');
+  const { OpenFeature } = await import('@openfeature/server-sdk');
+  const { snapshotMs, decodeMs, bytes, held } = await apart(url, key, decodeFeed);
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   const before = process.memoryUsage();
-  const provider = new VexilProvider({ url, key, stage: 'production' });
-  const t0 = performance.now();
-  await OpenFeature.setProviderAndWait(provider);
-  const initMs = performance.now() - t0;
-  gc?.();
-  const after = process.memoryUsage();
-  const answer = await OpenFeature.getClient().getBooleanDetails(`bench-flag-${Math.floor(flags / 2)}`, false, { targetingKey: 'u1', country: 'NL' });
+  // Three providers in turn (each closed before the next): the best initialize, memory after the first.
+  const initRuns: number[] = [];
+  let after = before;
+  let answer: unknown;
+  for (let round = 0; round < 3; round++) {
+    const provider = new VexilProvider({ url, key, stage: 'production' });
+    const t0 = performance.now();
+    await OpenFeature.setProviderAndWait(provider);
+    initRuns.push(performance.now() - t0);
+    if (round === 0) {
+      gc?.();
+      after = process.memoryUsage();
+      answer = await OpenFeature.getClient().getBooleanDetails(`bench-flag-${Math.floor(flags / 2)}`, false, { targetingKey: 'u1', country: 'NL' });
+    }
+    await OpenFeature.clearProviders();
+    gc?.();
+  }
   await OpenFeature.close();
+  const initMs = Math.min(...initRuns);
   return {
     flags: held,
     initMs,
@@ -138,6 +152,7 @@ async function load(url: string, key: string, flags: number): Promise<LoadFigure
     rssMiB: { before: before.rss / MiB, after: after.rss / MiB },
     heapMiB: { before: before.heapUsed / MiB, after: after.heapUsed / MiB },
     answer,
+    initRuns,
   };
 }
 
@@ -209,7 +224,7 @@ export const provider: CustomScenario = {
           description: `VexilProvider initialize on a feed of ${large.flags} flags (bench/seed.ts): GET /sdk/v1/snapshot, parse, decode with the engine`,
           status: 'ok',
           notes: [
-            `initialize ${f0(fig.initMs)} ms (aim ≤ 2000): snapshot request + JSON.parse ${f0(fig.snapshotMs)} ms, decodeFeed ${f0(fig.decodeMs)} ms (measured apart); ${(fig.bytes / MiB).toFixed(1)} MiB of JSON`,
+            `initialize ${f0(fig.initMs)} ms, best of 3 (${fig.initRuns.map(f0).join(', ')}; aim ≤ 2000): snapshot request + JSON.parse ${f0(fig.snapshotMs)} ms, decodeFeed ${f0(fig.decodeMs)} ms (measured apart); ${(fig.bytes / MiB).toFixed(1)} MiB of JSON`,
             `memory: RSS ${f0(fig.rssMiB.before)} → ${f0(fig.rssMiB.after)} MiB, heap ${f0(fig.heapMiB.before)} → ${f0(fig.heapMiB.after)} MiB (after GC)`,
             large.note,
           ],
