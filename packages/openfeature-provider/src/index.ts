@@ -69,6 +69,7 @@ export class VexilProvider implements Provider {
   /** Whether the provider has told the SDK it is not current (STALE or ERROR). */
   private notCurrent = false;
   private attempt = 0;
+  private lastGap = 0;
   private stream: AbortController | null = null;
   private sleepTimer: ReturnType<typeof setTimeout> | null = null;
   private wake: (() => void) | null = null;
@@ -236,7 +237,11 @@ export class VexilProvider implements Provider {
         // A refused connection, an HTTP error, a dropped or idle stream: reconnect below.
       }
       if (this.closed) break;
-      if (gap) continue;
+      // A gap reloads at once, unless the last one was under a second ago (then with backoff).
+      if (gap && Date.now() - this.lastGap > 1000) {
+        this.lastGap = Date.now();
+        continue;
+      }
       if (!this.notCurrent && this.held !== null) {
         this.notCurrent = true;
         this.events.emit(ProviderEvents.Stale, { message: `Vexil: lost the stream from ${this.base}; reconnecting` });
@@ -309,8 +314,10 @@ export class VexilProvider implements Provider {
     if (file === undefined) return null;
     try {
       const json = JSON.parse(await readFile(file, 'utf8'));
-      readFeedSnapshot(json);
-      return json;
+      const feed = readFeedSnapshot(json);
+      // Data of another stage is no answer for this one.
+      const stage = this.options.stage;
+      return stage === undefined || feed.stage.toLowerCase() === stage.toLowerCase() ? json : null;
     } catch {
       return null;
     }
