@@ -172,41 +172,30 @@ export interface ResultShape {
 
 const introspectionLengths = new WeakMap<GraphQLSchema, Map<string, number>>();
 
-/** The longest list each introspection list field can answer in `schema`. */
+/** The longest list each introspection list field can answer in `schema` (lists under `__type(name:)`; `__schema` is counted exactly). */
 function introspectionOf(schema: GraphQLSchema): Map<string, number> {
   let m = introspectionLengths.get(schema);
   if (m !== undefined) return m;
   const types = Object.values(schema.getTypeMap());
-  let fields = 0;
-  let args = 0;
-  let interfaces = 0;
-  let possible = 0;
-  let enumValues = 0;
-  let inputFields = 0;
+  const directives = schema.getDirectives();
+  const lengths = new Map<string, number>([['__Schema.types', types.length], ['__Schema.directives', directives.length]]);
+  for (const key of ['__Type.fields', '__Type.interfaces', '__Type.possibleTypes', '__Type.enumValues', '__Type.inputFields', '__Field.args', '__Directive.args']) lengths.set(key, 0);
+  const raise = (key: string, n: number) => {
+    if (n > lengths.get(key)!) lengths.set(key, n);
+  };
   for (const t of types) {
     if (isObjectType(t) || isInterfaceType(t)) {
       const fs = Object.values(t.getFields());
-      fields = Math.max(fields, fs.length);
-      for (const f of fs) args = Math.max(args, f.args.length);
-      interfaces = Math.max(interfaces, t.getInterfaces().length);
+      raise('__Type.fields', fs.length);
+      for (const f of fs) raise('__Field.args', f.args.length);
+      raise('__Type.interfaces', t.getInterfaces().length);
     }
-    if (isInterfaceType(t) || isUnionType(t)) possible = Math.max(possible, schema.getPossibleTypes(t).length);
-    if (isEnumType(t)) enumValues = Math.max(enumValues, t.getValues().length);
-    if (isInputObjectType(t)) inputFields = Math.max(inputFields, Object.keys(t.getFields()).length);
+    if (isInterfaceType(t) || isUnionType(t)) raise('__Type.possibleTypes', schema.getPossibleTypes(t).length);
+    if (isEnumType(t)) raise('__Type.enumValues', t.getValues().length);
+    if (isInputObjectType(t)) raise('__Type.inputFields', Object.keys(t.getFields()).length);
   }
-  let directiveArgs = 0;
-  for (const d of schema.getDirectives()) directiveArgs = Math.max(directiveArgs, d.args.length);
-  m = new Map([
-    ['__Schema.types', types.length],
-    ['__Schema.directives', schema.getDirectives().length],
-    ['__Type.fields', fields],
-    ['__Type.interfaces', interfaces],
-    ['__Type.possibleTypes', possible],
-    ['__Type.enumValues', enumValues],
-    ['__Type.inputFields', inputFields],
-    ['__Field.args', args],
-    ['__Directive.args', directiveArgs],
-  ]);
+  for (const d of directives) raise('__Directive.args', d.args.length);
+  m = lengths;
   introspectionLengths.set(schema, m);
   return m;
 }
