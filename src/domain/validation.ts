@@ -45,6 +45,14 @@ export {
   type VariantInput,
 } from './validation/flags.js';
 export {
+  createSegmentSchema,
+  updateSegmentSchema,
+  parseCreateSegment,
+  parseUpdateSegment,
+  type CreateSegmentInput,
+  type UpdateSegmentInput,
+} from './validation/segments.js';
+export {
   upsertConfigSchema,
   parseUpsertFlagConfig,
   validateConfigAgainstFlag,
@@ -85,6 +93,7 @@ export {
 } from './validation/flag-list.js';
 export {
   checkConfigLimits,
+  checkSegmentLimits,
   checkVariantLimits,
   DEFAULT_TENANCY_LIMITS,
   describeLimit,

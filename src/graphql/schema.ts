@@ -9,7 +9,8 @@
  *
  * The audit log's types and `Query.auditLog` (docs/audit.md) are kept together in `auditTypeDefs`,
  * the flag list's paging (`PageInfo`, `FlagConnection`, `Query.flagConnection`, docs/graphql.md) in
- * `flagPagingTypeDefs`.
+ * `flagPagingTypeDefs`, segments (`Segment`, `Rule.segments`, `RuleInput.segments` and their
+ * fields, docs/api.md#segments) in `segmentTypeDefs`.
  *
  * Scalars:
  * - `Any` is any JSON value. Inline literals of every kind are accepted (objects, lists, strings,
@@ -217,7 +218,44 @@ extend type Query {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs;
+/**
+ * Segments (docs/api.md#segments): the same rules as REST /api/segments; a rule names the
+ * segments the context must be in besides its conditions (docs/evaluation.md, "Segments").
+ */
+const segmentTypeDefs = /* GraphQL */ `
+type Segment {
+  name: String!
+  description: String
+  """null: an organization-wide segment."""
+  application: String
+  conditions: [Condition!]!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+input CreateSegmentInput {
+  name: String!
+  description: String
+  """Absent: the key's application (organization-wide for a key without application scope); null: organization-wide."""
+  application: String
+  conditions: [ConditionInput!]
+}
+input UpdateSegmentInput { description: String  conditions: [ConditionInput!] }
+extend type Rule { segments: [String!]! }
+extend input RuleInput { segments: [String!] }
+extend type Query {
+  """The segments the key can see, sorted by name."""
+  segments: [Segment!]
+  segment(name: String!): Segment
+}
+extend type Mutation {
+  createSegment(input: CreateSegmentInput!): Segment
+  updateSegment(name: String!, input: UpdateSegmentInput!): Segment
+  """CONFLICT while a flag's rule uses it (the message names the flags)."""
+  deleteSegment(name: String!): Boolean
+}
+`;
+
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ export const FlagConfigSchema = z.object({
       id: z.string(),
       priority: z.number().int(),
       conditions: z.array(z.object({ field: z.string(), operator: z.string(), value: z.unknown() })),
+      segments: z.array(z.string()).meta({ description: 'Segments the context must be in besides the conditions (docs/evaluation.md)' }),
       allocations: z.array(z.object({ variantKey: z.string(), percentage: z.number() })),
     }),
   ),

@@ -7,7 +7,7 @@
  *
  * Check order: permission (403), environment scope of flag-level writes (403), body (400, size
  * limits included), flag exists (404), application scope (403), environment scope of a
- * configuration (403), then semantic validation (400), conflicts (409) and count limits (409
+ * configuration (403), then semantic validation (400: segments a rule names included), conflicts (409) and count limits (409
  * QUOTA_EXCEEDED). Limits: docs/limits.md "Tenancy limits", `rt.config.tenancyLimits`.
  */
 import { randomBytes } from 'node:crypto';
@@ -40,6 +40,7 @@ import type { Runtime } from '../../runtime.js';
 import { flagIndexOf } from '../../snapshots/flag-index.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
+import { checkRuleSegments } from '../segments/service.js';
 import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
 
@@ -331,6 +332,7 @@ function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
     id: r.id ?? newRuleId(),
     priority: r.priority,
     conditions: r.conditions.map((c) => ({ field: c.field, operator: c.operator, value: c.value ?? null })),
+    segments: r.segments ?? [],
     allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
   }));
   return {
@@ -360,6 +362,7 @@ export async function upsertConfig(rt: Runtime, auth: Authenticated, name: strin
       throw badRequest(`clientId '${input.clientId}' belongs to application '${owner}', not to '${flag.project}'`);
     }
     validateConfigAgainstFlag(flag, input);
+    await checkRuleSegments(tx, p, flag.project, input.rules ?? []);
     const before = await store.getConfig(tx, p.orgId, name, stage, input.clientId ?? null);
     if (before === null && (await store.countConfigs(tx, p.orgId, name)) >= limits.maxConfigsPerFlag) {
       throw quotaError(limits, 'maxConfigsPerFlag');

@@ -14,6 +14,7 @@ import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import * as flagStore from '../flags/store.js';
 import * as keyStore from '../keys/store.js';
+import * as segmentStore from '../segments/store.js';
 import { orgChange } from '../audit/events.js';
 import { renameEventApplication } from '../audit/store.js';
 import { forgetKey } from '../keys/service.js';
@@ -50,6 +51,8 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
   } else {
     const f = flags.find((fl) => sameName(fl.project, name));
     if (f) return `flag '${f.name}' belongs to it`;
+    const [segment] = await segmentStore.segmentsOfApplication(tx, org.id, name);
+    if (segment !== undefined) return `segment '${segment}' belongs to it`;
   }
   if ((await keyStore.keysScopedTo(tx, org.id, KEY_COLUMN[list], name)) > 0) return 'a management key is scoped to it';
   const field = RULE_FIELD[list];
@@ -58,8 +61,8 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
 }
 
 /**
- * Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch,
- * and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
+ * Renames `from` to `to` everywhere it is used (flags, configurations, segments, key scopes, kill
+ * switch, and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
  */
 async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
   for (const f of await flagStore.listFlags(tx, org.id)) {
@@ -70,7 +73,10 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
     }
   }
   if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
-  else await renameEventApplication(tx, org.id, from, to);
+  else {
+    await renameEventApplication(tx, org.id, from, to);
+    await segmentStore.renameSegmentApplication(tx, org.id, from, to);
+  }
   rescoped.push(...(await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to)));
   const field = RULE_FIELD[list];
   return org.killSwitch.map((r) => (r[field] !== null && sameName(r[field]!, from) ? { ...r, [field]: to } : r));
