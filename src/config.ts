@@ -78,6 +78,10 @@ const schema = z.object({
   VEXIL_MAX_CONDITIONS_PER_RULE: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxConditionsPerRule),
   VEXIL_MAX_VARIANTS_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxVariantsPerFlag),
   VEXIL_MAX_VALUE_BYTES: intIn(1, 1_048_576).default(DEFAULT_TENANCY_LIMITS.maxValueBytes),
+  VEXIL_MAX_SEGMENTS_PER_ORG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxSegmentsPerOrg),
+  VEXIL_MAX_SEGMENT_VALUES: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxSegmentValues),
+  VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG: intIn(1, 1_000_000).default(DEFAULT_TENANCY_LIMITS.maxPendingSchedulesPerFlag),
+  VEXIL_MAX_PENDING_SCHEDULES_PER_ORG: intIn(1, 100_000_000).default(DEFAULT_TENANCY_LIMITS.maxPendingSchedulesPerOrg),
   // Database faults (docs/storage.md): statement, lock and idle-in-transaction timeout.
   VEXIL_DB_STATEMENT_TIMEOUT_MS: intIn(1, 3_600_000).default(5000),
   // Slow clients (docs/limits.md, "Slow clients"): 10 s, 30 s and 120 s are the defaults and the
@@ -220,6 +224,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxConditionsPerRule: e.VEXIL_MAX_CONDITIONS_PER_RULE,
       maxVariantsPerFlag: e.VEXIL_MAX_VARIANTS_PER_FLAG,
       maxValueBytes: e.VEXIL_MAX_VALUE_BYTES,
+      maxSegmentsPerOrg: e.VEXIL_MAX_SEGMENTS_PER_ORG,
+      maxSegmentValues: e.VEXIL_MAX_SEGMENT_VALUES,
+      maxPendingSchedulesPerFlag: e.VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG,
+      maxPendingSchedulesPerOrg: e.VEXIL_MAX_PENDING_SCHEDULES_PER_ORG,
     },
     dbStatementTimeoutMs: e.VEXIL_DB_STATEMENT_TIMEOUT_MS,
     clientTimeouts: { headMs: e.VEXIL_HEAD_TIMEOUT_MS, bodyMs: e.VEXIL_BODY_TIMEOUT_MS, idleMs: e.VEXIL_IDLE_TIMEOUT_MS },

@@ -61,13 +61,14 @@ export function requireEnvironment(p: Principal, stage: string): void {
 /**
  * Environment scope binds writes (docs/api.md#keys). A key with an environment scope may write
  * configurations of that environment only; flag-level writes (create, update, archive, restore,
- * delete, environments, dependencies) need a key without environment scope.
+ * delete, environments, dependencies) and segment writes need a key without environment scope.
+ * `what` names what was refused: 'flags' or 'segments'.
  */
-export function requireFlagLevelWriter(p: Principal): void {
+export function requireFlagLevelWriter(p: Principal, what = 'flags'): void {
   if (p.environment !== null) {
     throw new VexilError(
       'FORBIDDEN',
-      `This key is scoped to environment '${p.environment}': it may write configurations of that environment only, not flags`,
+      `This key is scoped to environment '${p.environment}': it may write configurations of that environment only, not ${what}`,
     );
   }
 }

@@ -27,7 +27,12 @@ export type RejectReason = (typeof REJECT_REASONS)[number];
 const id = z.string().min(1).max(128);
 /** VEXIL_NODE_ID, or the default of hostname, pid and random hex (config.ts). */
 const nodeId = z.string().min(1).max(256);
-const touches = z.union([z.object({ flag: z.string().min(1).max(256) }).strict(), z.literal('settings'), z.literal('all')]);
+const touches = z.union([
+  z.object({ flag: z.string().min(1).max(256) }).strict(),
+  z.object({ segment: z.string().min(1).max(256) }).strict(),
+  z.literal('settings'),
+  z.literal('all'),
+]);
 /** Versions are PostgreSQL integers. */
 const version = z.number().int().min(1).max(2_147_483_647);
 

@@ -51,7 +51,26 @@ export interface Rule {
   id: string;
   priority: number;
   conditions: Condition[];
+  /**
+   * Names of segments the context must be in, besides matching `conditions` (docs/evaluation.md,
+   * "Segments"). Every rule the stores and APIs answer has it (`[]` when none, rules stored before
+   * segments existed included); optional for rules built in code (tests, benchmarks).
+   */
+  segments?: string[];
   allocations: Allocation[];
+}
+
+/**
+ * A named audience that rules reuse (docs/api.md#segments): a context is in it when every one of
+ * its conditions matches (no conditions: everyone). `application: null` is organization-wide.
+ */
+export interface Segment {
+  name: string;
+  description: string | null;
+  application: string | null;
+  conditions: Condition[];
+  createdAt: string; // ISO 8601
+  updatedAt: string; // ISO 8601
 }
 
 export interface FlagConfig {
@@ -162,10 +181,15 @@ export const AUDIT_ACTIONS = [
   'key.delete',
   'org.create',
   'org.subscription',
+  'segment.create',
+  'segment.update',
+  'segment.delete',
+  'schedule.create',
+  'schedule.cancel',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization'] as const;
+export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment'] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
@@ -183,15 +207,37 @@ export interface AuditTarget {
 export interface AuditChange {
   action: AuditAction;
   target: AuditTarget;
-  /** The flag's application for flag and configuration events, else null. */
+  /** The flag's application for flag and configuration events, the segment's for segment events, else null. */
   application: string | null;
   /** The target's JSON before and after the change; null where it did not exist. */
   before: unknown;
   after: unknown;
+  /** The schedule whose change this is (docs/audit.md); absent for every other write. */
+  scheduleId?: string;
 }
 
 export interface AuditEvent extends AuditChange {
   id: string;
   at: string; // ISO 8601
   actor: AuditActor;
+}
+
+// ---- scheduled changes (docs/api.md#scheduled-changes) ---------------------------------------------
+
+export const SCHEDULE_STATUSES = ['pending', 'applied', 'cancelled', 'failed'] as const;
+export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
+
+/** A configuration change applied once at `at`: exactly one of `enabled` and `config` is set. */
+export interface Schedule {
+  id: string;
+  flag: string;
+  at: string; // ISO 8601
+  stage: string;
+  clientId: string | null;
+  enabled: boolean | null;
+  config: FlagConfig | null;
+  createdBy: { keyId: string; keyName: string };
+  status: ScheduleStatus;
+  appliedAt: string | null;
+  error: string | null;
 }

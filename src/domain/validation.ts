@@ -45,6 +45,14 @@ export {
   type VariantInput,
 } from './validation/flags.js';
 export {
+  createSegmentSchema,
+  updateSegmentSchema,
+  parseCreateSegment,
+  parseUpdateSegment,
+  type CreateSegmentInput,
+  type UpdateSegmentInput,
+} from './validation/segments.js';
+export {
   upsertConfigSchema,
   parseUpsertFlagConfig,
   validateConfigAgainstFlag,
@@ -53,6 +61,7 @@ export {
   type RuleInput,
   type UpsertFlagConfigInput,
 } from './validation/configs.js';
+export { parseSchedule, scheduleSchema, SCHEDULE_FINISHED_KEPT, SCHEDULE_HORIZON_MS, type ScheduleInput } from './validation/schedules.js';
 export { evaluationBodySchema, parseEvaluationBody, type EvaluationBody } from './validation/evaluation.js';
 export { createKeySchema, parseCreateKey, type CreateKeyInput } from './validation/keys.js';
 export {
@@ -85,6 +94,7 @@ export {
 } from './validation/flag-list.js';
 export {
   checkConfigLimits,
+  checkSegmentLimits,
   checkVariantLimits,
   DEFAULT_TENANCY_LIMITS,
   describeLimit,

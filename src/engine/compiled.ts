@@ -3,7 +3,7 @@
  * rules and allocations, with the reasons precomputed for the hot path. Types only; snapshot.ts
  * builds them, snapshot-stats.ts keeps their list maxima, engine.ts evaluates them.
  */
-import type { EvaluationReason, Flag, FlagConfig, Organization, Variant } from '../domain/types.js';
+import type { EvaluationReason, Flag, FlagConfig, Organization, Segment, Variant } from '../domain/types.js';
 import type { CompiledCondition } from './conditions.js';
 
 /** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
@@ -21,6 +21,8 @@ export interface CompiledRule {
   id: string;
   priority: number;
   conditions: CompiledCondition[];
+  /** Names of the segments the context must be in (resolved per evaluation in `OrgSnapshot.segments`). */
+  segments: readonly string[];
   /** Cumulative allocation thresholds in buckets. Empty: the rule serves the default variant. */
   allocations: CompiledAllocation[];
   /** Shared, frozen `rule_matched` reason ("Matched rule r1 at priority 2"). */
@@ -70,8 +72,27 @@ export interface CompiledFlag {
   environments: Set<string>;
 }
 
+/**
+ * A segment compiled once per change of it: its conditions with their `in` / `not_in` hash sets
+ * (conditions.ts `compileCondition`), so that a 20,000-value list is a lookup, not a scan.
+ */
+export interface CompiledSegment {
+  segment: Segment;
+  conditions: CompiledCondition[];
+}
+
+/** What the engine reads of an organization's segments: a lookup by name. */
+export interface SegmentLookup {
+  get(name: string): CompiledSegment | undefined;
+}
+
 export interface OrgSnapshot {
   org: Organization;
+  /**
+   * The organization's segments by name (a Map on the front thread and in the management actor; an
+   * on-demand view in an evaluation worker, src/snapshots/shared-store.ts). Absent: no segments.
+   */
+  segments?: SegmentLookup;
   /**
    * By flag name. A flag added or replaced in place goes through `putFlag` (snapshot-stats.ts),
    * which keeps the snapshot's list maxima an upper bound.

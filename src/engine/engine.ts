@@ -11,6 +11,7 @@ import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } 
 import { allocationBucket, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
 import type { CompiledConfig, CompiledFlag, OrgSnapshot } from './compiled.js';
+import type { CompiledCondition } from './conditions.js';
 
 /** Dependency chains deeper than this are treated as a disabled dependency (cycle guard). */
 export const MAX_DEPENDENCY_DEPTH = 32;
@@ -189,15 +190,9 @@ function evaluate(
   const context = req.context ?? null;
   for (let r = 0; r < rules.length; r++) {
     const rule = rules[r];
-    const conds = rule.conditions;
-    let all = true;
-    for (let c = 0; c < conds.length; c++) {
-      if (!conditionMatches(conds[c], req.userId, context)) {
-        all = false;
-        break;
-      }
-    }
-    if (!all) continue;
+    if (!allMatch(rule.conditions, req.userId, context)) continue;
+    // A rule's segments are checked with its conditions (docs/evaluation.md, "Segments").
+    if (rule.segments.length > 0 && !inSegments(snapshot, rule.segments, req.userId, context)) continue;
     const allocs = rule.allocations;
     const n = allocs.length;
     if (n === 0) return { key: config.defaultKey, variant: config.defaultValue, reason: rule.reason };
@@ -214,6 +209,25 @@ function evaluate(
 
   // 13. default
   return { key: config.defaultKey, variant: config.defaultValue, reason: config.reasons.default };
+}
+
+function allMatch(conds: readonly CompiledCondition[], userId: string, context: Record<string, unknown> | null): boolean {
+  for (let c = 0; c < conds.length; c++) if (!conditionMatches(conds[c], userId, context)) return false;
+  return true;
+}
+
+/**
+ * Whether the context is in every named segment: each one's conditions all match (none: everyone).
+ * A name the snapshot does not hold matches no one (writes refuse such names; docs/api.md#segments).
+ */
+function inSegments(snapshot: OrgSnapshot, names: readonly string[], userId: string, context: Record<string, unknown> | null): boolean {
+  const segments = snapshot.segments;
+  if (segments === undefined) return false;
+  for (let i = 0; i < names.length; i++) {
+    const seg = segments.get(names[i]);
+    if (seg === undefined || !allMatch(seg.conditions, userId, context)) return false;
+  }
+  return true;
 }
 
 /** Returns null when the dependency holds, else the message of the disabled_dependency reason. */

@@ -1,7 +1,7 @@
 /**
  * List maxima of an organization's snapshot: the longest list of each kind any of its flags holds
  * (variants, tags, environments, dependencies, a dependency's variants, configurations, a
- * configuration's rules, a rule's conditions and allocations). The GraphQL result estimate
+ * configuration's rules, a rule's conditions, segments and allocations). The GraphQL result estimate
  * (src/graphql/result-estimate.ts; docs/graphql.md, "Limits") multiplies with them.
  *
  * Cheap to keep: computed while `buildSnapshot` compiles the flags (or, for a snapshot built some
@@ -28,6 +28,8 @@ export interface ListMaxima {
   conditions: number;
   /** A rule's allocations. */
   allocations: number;
+  /** The segments one rule names. */
+  ruleSegments: number;
 }
 
 const maxima = new WeakMap<OrgSnapshot, ListMaxima>();
@@ -43,6 +45,7 @@ export const noMaxima = (): ListMaxima => ({
   rules: 0,
   conditions: 0,
   allocations: 0,
+  ruleSegments: 0,
 });
 
 const len = (a: readonly unknown[] | null | undefined): number => (a === null || a === undefined ? 0 : a.length);
@@ -63,6 +66,7 @@ export function raiseMaxima(m: ListMaxima, cf: CompiledFlag): void {
     for (const r of rules) {
       if (len(r.conditions) > m.conditions) m.conditions = len(r.conditions);
       if (len(r.allocations) > m.allocations) m.allocations = len(r.allocations);
+      if (len(r.segments) > m.ruleSegments) m.ruleSegments = len(r.segments);
     }
   }
 }

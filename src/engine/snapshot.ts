@@ -9,6 +9,7 @@ import type {
   Flag,
   FlagConfig,
   Organization,
+  Segment,
   Variant,
 } from '../domain/types.js';
 import { BUCKETS } from './hash.js';
@@ -18,6 +19,7 @@ import type {
   CompiledConfig,
   CompiledFlag,
   CompiledRule,
+  CompiledSegment,
   ConfigReasons,
   OrgSnapshot,
   StageConfigs,
@@ -62,8 +64,8 @@ function compileRule(
   rule: FlagConfig['rules'][number],
   variants: Map<string, Variant>,
 ): CompiledRule {
-  const conditions: CompiledCondition[] = [];
-  for (const c of rule.conditions ?? []) conditions.push(compileCondition(c.field, c.operator, c.value));
+  const conditions = compileConditions(rule.conditions);
+  const segments = rule.segments === undefined || rule.segments === null || rule.segments.length === 0 ? NO_SEGMENTS : rule.segments;
   const allocations: CompiledAllocation[] = [];
   const list = rule.allocations ?? [];
   let cumulative = 0;
@@ -80,7 +82,23 @@ function compileRule(
       value: v === undefined ? null : v.value,
     });
   }
-  return new Rule(rule.id, rule.priority, conditions, allocations);
+  return new Rule(rule.id, rule.priority, conditions, segments, allocations);
+}
+
+const NO_SEGMENTS: readonly string[] = Object.freeze([]);
+
+function compileConditions(list: readonly { field: string; operator: string; value: unknown }[] | null | undefined): CompiledCondition[] {
+  const out: CompiledCondition[] = [];
+  for (const c of list ?? []) out.push(compileCondition(c.field, c.operator, c.value));
+  return out;
+}
+
+/**
+ * Compiles a segment once per change of it: every `in` / `not_in` list becomes a hash set here
+ * (docs/evaluation.md, "Segments"), never per request.
+ */
+export function compileSegment(segment: Segment): CompiledSegment {
+  return { segment, conditions: compileConditions(segment.conditions) };
 }
 
 /**
@@ -93,6 +111,7 @@ class Rule implements CompiledRule {
     readonly id: string,
     readonly priority: number,
     readonly conditions: CompiledCondition[],
+    readonly segments: readonly string[],
     readonly allocations: CompiledAllocation[],
   ) {}
 
@@ -205,11 +224,15 @@ export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
   return { flag, variants, configs: compiled, stages, environments };
 }
 
-/** Compiles every flag of an organization. `configs` maps a flag name to its configurations. */
+/**
+ * Compiles every flag and segment of an organization. `configs` maps a flag name to its
+ * configurations.
+ */
 export function buildSnapshot(
   org: Organization,
   flags: Flag[],
   configs: Map<string, FlagConfig[]>,
+  segments: readonly Segment[] = [],
 ): OrgSnapshot {
   const map = new Map<string, CompiledFlag>();
   const maxima = noMaxima();
@@ -218,7 +241,9 @@ export function buildSnapshot(
     map.set(f.name, cf);
     raiseMaxima(maxima, cf);
   }
-  const snap: OrgSnapshot = { org, flags: map };
+  const segmentMap = new Map<string, CompiledSegment>();
+  for (const s of segments) segmentMap.set(s.name, compileSegment(s));
+  const snap: OrgSnapshot = { org, flags: map, segments: segmentMap };
   // Kept with the snapshot (snapshot-stats.ts): its first GraphQL estimate scans nothing.
   keepMaxima(snap, maxima);
   return snap;

@@ -16,6 +16,8 @@ import type { AuditActor } from '../domain/types.js';
 import * as flags from '../features/flags/service.js';
 import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
+import * as segments from '../features/segments/service.js';
+import * as schedules from '../features/schedules/service.js';
 import type { Runtime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
@@ -88,6 +90,15 @@ const Mutation: Record<string, Resolver> = {
 const Flag: Record<string, Resolver<Args, Flag>> = {
   // Read from the snapshot like `flagConfigs`: the key could read the flag, so it can read these.
   configs: (flag, _a, ctx): FlagConfig[] => flags.listConfigs(authFor(ctx), flag.name),
+  schedules: (flag, _a, ctx) => schedules.listSchedules(services(ctx), authFor(ctx), flag.name),
+};
+
+// ---- scheduled changes (docs/api.md#scheduled-changes) ----------------------------------------------
+
+Mutation.scheduleFlagChange = (_s, a, ctx, info) => schedules.createSchedule(services(ctx), authFor(ctx), str(a.name), withVars(a.input, ctx, info));
+Mutation.cancelSchedule = async (_s, a, ctx) => {
+  await schedules.cancelSchedule(services(ctx), authFor(ctx), str(a.name), str(a.id));
+  return true;
 };
 
 // ---- flag list paging (docs/graphql.md) --------------------------------------------------------------
@@ -104,6 +115,17 @@ Query.auditLog = (_s, a, ctx) => auditLog(services(ctx), authFor(ctx), { target:
 
 const AuditActor: Record<string, Resolver<Args, AuditActor>> = {
   operator: (actor) => 'operator' in actor,
+};
+
+// ---- segments (docs/api.md#segments) ----------------------------------------------------------------
+
+Query.segments = (_s, _a, ctx) => segments.listSegments(authFor(ctx));
+Query.segment = (_s, a, ctx) => segments.getSegment(authFor(ctx), str(a.name));
+Mutation.createSegment = (_s, a, ctx, info) => segments.createSegment(services(ctx), authFor(ctx), withVars(a.input, ctx, info));
+Mutation.updateSegment = (_s, a, ctx, info) => segments.updateSegment(services(ctx), authFor(ctx), str(a.name), withVars(a.input, ctx, info));
+Mutation.deleteSegment = async (_s, a, ctx) => {
+  await segments.deleteSegment(services(ctx), authFor(ctx), str(a.name));
+  return true;
 };
 
 /** Every field: the schema the management actor executes with. */

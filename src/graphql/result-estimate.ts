@@ -25,9 +25,11 @@
  *   organization (`listMaxima`, src/engine/snapshot-stats.ts), `Query.flagConfigs` and
  *   `Query.flagEnvironments` as `Flag.configs` and `Flag.environments`;
  * - `environments`, `applications`, `killSwitch` and the mutations answering them: the
- *   organization's lists;
+ *   organization's lists; `segments`: the organization's segments (all of them, an upper bound),
+ *   `Segment.conditions`: the most conditions any segment has;
  * - `managementKeys`: `VEXIL_MAX_KEYS_PER_ORG`'s default, 1,000 keys (keys are not in the
- *   snapshot); `auditLog`: `first`, else its default page of 100 (at most 500);
+ *   snapshot); `Flag.schedules`: `VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG`'s default plus the
+ *   finished schedules kept, 200; `auditLog`: `first`, else its default page of 100 (at most 500);
  * - a list of an enum (`permissions`, `__Directive.locations`): the enum's values;
  * - introspection lists: the largest such list in the schema;
  * - any other list: the largest of all of the above.
@@ -63,8 +65,9 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
-import type { OrgSnapshot } from '../engine/compiled.js';
+import type { CompiledSegment, OrgSnapshot } from '../engine/compiled.js';
 import { listMaxima, noMaxima, type ListMaxima } from '../engine/snapshot-stats.js';
+import { DEFAULT_TENANCY_LIMITS, SCHEDULE_FINISHED_KEPT } from '../domain/validation.js';
 
 /** What the estimate reads from a snapshot (`resultStats`). */
 export interface ResultStats extends ListMaxima {
@@ -73,6 +76,9 @@ export interface ResultStats extends ListMaxima {
   orgEnvironments: number;
   orgApplications: number;
   killSwitch: number;
+  /** The organization's segments, and the most conditions one of them has. */
+  segments: number;
+  segmentConditions: number;
   /** Keys are not in the snapshot: a bound (VEXIL_MAX_KEYS_PER_ORG's default). */
   managementKeys: number;
   /** The largest of the above: the length of a list the estimator does not know. */
@@ -106,11 +112,22 @@ export const LIST_LENGTHS: Readonly<Record<string, StatName>> = {
   'FlagConfig.rules': 'rules',
   'Rule.conditions': 'conditions',
   'Rule.allocations': 'allocations',
+  'Rule.segments': 'ruleSegments',
+  'Query.segments': 'segments',
+  'Segment.conditions': 'segmentConditions',
   'Mutation.replaceEnvironments': 'orgEnvironments',
   'Mutation.renameEnvironment': 'orgEnvironments',
   'Mutation.replaceApplications': 'orgApplications',
   'Mutation.renameApplication': 'orgApplications',
   'Mutation.replaceKillSwitch': 'killSwitch',
+};
+
+/**
+ * Lists not in the snapshot whose length a limit bounds: a flag's schedules, at most the
+ * VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG default pending plus the finished ones kept (docs/limits.md).
+ */
+const FIXED_LENGTHS: Readonly<Record<string, number>> = {
+  'Flag.schedules': DEFAULT_TENANCY_LIMITS.maxPendingSchedulesPerFlag + SCHEDULE_FINISHED_KEPT,
 };
 
 /** Lists answering one page: at most `max`, `first` items, else `default`. */
@@ -303,7 +320,7 @@ class ShapeBuilder {
         node.length = paged.max;
         node.defaultFirst = paged.default;
       } else {
-        node.length = LIST_LENGTHS[key] ?? this.introspection.get(key) ?? (isEnumType(named) ? named.getValues().length : 'largest');
+        node.length = LIST_LENGTHS[key] ?? FIXED_LENGTHS[key] ?? this.introspection.get(key) ?? (isEnumType(named) ? named.getValues().length : 'largest');
       }
       node.first = first ?? ((name === 'nodes' || name === 'edges') ? connection : null);
     }
@@ -374,6 +391,7 @@ export function resultStats(snap: OrgSnapshot | undefined, managementKeys = DEFA
     orgEnvironments: snap?.org?.environments?.length ?? 0,
     orgApplications: snap?.org?.applications?.length ?? 0,
     killSwitch: snap?.org?.killSwitch?.length ?? 0,
+    ...segmentStats(snap),
     managementKeys,
     largest: 0,
   };
@@ -381,6 +399,15 @@ export function resultStats(snap: OrgSnapshot | undefined, managementKeys = DEFA
   for (const k of Object.keys(s) as StatName[]) if (s[k] > largest) largest = s[k];
   s.largest = largest;
   return s;
+}
+
+/** The organization's segment count and longest segment condition list (at most VEXIL_MAX_SEGMENTS_PER_ORG segments). */
+function segmentStats(snap: OrgSnapshot | undefined): { segments: number; segmentConditions: number } {
+  const all = snap?.segments;
+  if (!(all instanceof Map)) return { segments: 0, segmentConditions: 0 };
+  let segmentConditions = 0;
+  for (const c of (all as Map<string, CompiledSegment>).values()) segmentConditions = Math.max(segmentConditions, c.conditions.length);
+  return { segments: all.size, segmentConditions };
 }
 
 /** Items of every array in the variables (nested ones included): what a mutation can add. */

@@ -9,7 +9,10 @@
  *
  * The audit log's types and `Query.auditLog` (docs/audit.md) are kept together in `auditTypeDefs`,
  * the flag list's paging (`PageInfo`, `FlagConnection`, `Query.flagConnection`, docs/graphql.md) in
- * `flagPagingTypeDefs`.
+ * `flagPagingTypeDefs`, segments (`Segment`, `Rule.segments`, `RuleInput.segments` and their
+ * fields, docs/api.md#segments) in `segmentTypeDefs`, scheduled changes (`Schedule`,
+ * `Flag.schedules`, `scheduleFlagChange`, `cancelSchedule`, docs/api.md#scheduled-changes) in
+ * `scheduleTypeDefs`.
  *
  * Scalars:
  * - `Any` is any JSON value. Inline literals of every kind are accepted (objects, lists, strings,
@@ -51,6 +54,8 @@ type AuditEvent {
   application: String
   before: Any
   after: Any
+  """The schedule whose change this event records; null for every other write."""
+  scheduleId: ID
 }
 extend type Query {
   """Newest first. type: flag, key or organization; first: 1-500 (default 100); before: an event id."""
@@ -217,7 +222,81 @@ extend type Query {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs;
+/**
+ * Segments (docs/api.md#segments): the same rules as REST /api/segments; a rule names the
+ * segments the context must be in besides its conditions (docs/evaluation.md, "Segments").
+ */
+const segmentTypeDefs = /* GraphQL */ `
+type Segment {
+  name: String!
+  description: String
+  """null: an organization-wide segment."""
+  application: String
+  conditions: [Condition!]!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+input CreateSegmentInput {
+  name: String!
+  description: String
+  """Absent: the key's application (organization-wide for a key without application scope); null: organization-wide."""
+  application: String
+  conditions: [ConditionInput!]
+}
+input UpdateSegmentInput { description: String  conditions: [ConditionInput!] }
+extend type Rule { segments: [String!]! }
+extend input RuleInput { segments: [String!] }
+extend type Query {
+  """The segments the key can see, sorted by name."""
+  segments: [Segment!]
+  segment(name: String!): Segment
+}
+extend type Mutation {
+  createSegment(input: CreateSegmentInput!): Segment
+  updateSegment(name: String!, input: UpdateSegmentInput!): Segment
+  """CONFLICT while a flag's rule uses it (the message names the flags)."""
+  deleteSegment(name: String!): Boolean
+}
+`;
+
+/** Scheduled changes (docs/api.md#scheduled-changes): the same rules as the REST routes. */
+const scheduleTypeDefs = /* GraphQL */ `
+type ScheduleCreator { keyId: ID!  keyName: String! }
+type Schedule {
+  id: ID!
+  flag: String!
+  at: DateTime!
+  stage: String!
+  clientId: String
+  """Set for an enable or disable; null when config is set."""
+  enabled: Boolean
+  """The configuration to upsert; null when enabled is set."""
+  config: FlagConfig
+  createdBy: ScheduleCreator!
+  """pending, applied, cancelled or failed"""
+  status: String!
+  appliedAt: DateTime
+  error: String
+}
+"""Exactly one of enabled and config (an UpsertFlagConfigInput for the same stage and clientId)."""
+input ScheduleInput {
+  at: DateTime!
+  stage: String!
+  clientId: String
+  enabled: Boolean
+  config: UpsertFlagConfigInput
+}
+extend type Flag {
+  """The flag's scheduled changes, soonest first."""
+  schedules: [Schedule!]!
+}
+extend type Mutation {
+  scheduleFlagChange(name: String!, input: ScheduleInput!): Schedule
+  cancelSchedule(name: String!, id: ID!): Boolean
+}
+`;
+
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import { AuthFailureBudget } from '../auth/auth-failures.js';
 import { KeyCache } from '../auth/key-cache.js';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
-import { findKeyByHash } from '../features/keys/store.js';
+import { findKeyByHash, findKeyWithHash } from '../features/keys/store.js';
+import { ScheduleRunner } from '../features/schedules/runner.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
 import { snapshotSource } from '../features/snapshot-source.js';
@@ -114,6 +115,8 @@ export class ManagementActorThread {
   private readonly started: Promise<void>;
   private markStarted!: () => void;
   private closing = false;
+  /** Applies due schedules (features/schedules/runner.ts); set once started. */
+  private runner: ScheduleRunner | null = null;
 
   constructor(private readonly port: MessagePort) {
     try {
@@ -177,6 +180,8 @@ export class ManagementActorThread {
         // Before the start the replica has not loaded yet: it loads the current data then.
         if (this.rt === undefined) return;
         this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
+        // Any change may be a schedule created or cancelled, here or on another node.
+        this.runner?.changed();
         return;
       case 'more': {
         const out = this.outgoing.get(m.id);
@@ -225,8 +230,12 @@ export class ManagementActorThread {
         config,
         db,
         snapshots,
-        // The actor authenticates nothing (the front admits); its key service drops keys through the bus.
-        keys: new KeyCache((hash) => findKeyByHash(db, hash), { ttlMs: config.keyCacheTtlMs, staleMaxMs: config.keyStaleMaxMs }),
+        // The actor authenticates nothing (the front admits; its key service drops keys through the bus); the schedule runner reads keys by id.
+        keys: new KeyCache((hash) => findKeyByHash(db, hash), {
+          ttlMs: config.keyCacheTtlMs,
+          staleMaxMs: config.keyStaleMaxMs,
+          loadById: (keyId) => findKeyWithHash(db, keyId),
+        }),
         limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
         authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
         bus: new RelayBus(this.post),
@@ -240,6 +249,9 @@ export class ManagementActorThread {
       for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
       this.markStarted();
       this.post({ t: 'ready', generatedAdminKey: boot.printKey, kind: db.kind });
+      // Scheduled changes run here, off the front thread (docs/cluster.md, "Scheduled changes").
+      this.runner = new ScheduleRunner(this.rt);
+      this.runner.start();
     } catch (err) {
       await db.close().catch(() => {});
       this.initFailed(m, err);
@@ -386,6 +398,7 @@ export class ManagementActorThread {
 
   private async close(): Promise<void> {
     this.closing = true;
+    this.runner?.stop();
     try {
       await this.rt?.db.close();
     } finally {

@@ -45,6 +45,7 @@ export const FlagConfigSchema = z.object({
       id: z.string(),
       priority: z.number().int(),
       conditions: z.array(z.object({ field: z.string(), operator: z.string(), value: z.unknown() })),
+      segments: z.array(z.string()).meta({ description: 'Segments the context must be in besides the conditions (docs/evaluation.md)' }),
       allocations: z.array(z.object({ variantKey: z.string(), percentage: z.number() })),
     }),
   ),
@@ -129,6 +130,7 @@ export const AuditEventSchema = z.object({
   application: z.string().nullable(),
   before: z.unknown(),
   after: z.unknown(),
+  scheduleId: z.string().optional().meta({ description: 'The schedule whose change this is (docs/audit.md)' }),
 });
 
 export const LiveSchema = z.object({ status: z.literal('live') });

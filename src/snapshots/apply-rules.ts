@@ -5,8 +5,9 @@
  * that store, whether they may answer an item.
  *
  * - A replica's version never goes back: data older than what it holds is ignored.
- * - A change one version ahead that touched one flag applies that flag only; one that touched the
- *   organization's settings replaces the organization row only.
+ * - A change one version ahead that touched one flag applies that flag only, one that touched one
+ *   segment that segment only; one that touched the organization's settings replaces the
+ *   organization row only.
  * - A change that touched anything, or that skips versions, reloads everything.
  * - A reader holding a version older than what an item needs answers "retry", never older data.
  *
@@ -14,8 +15,8 @@
  * together with the data; a bus message's `touches` and `version` are only hints (registry.ts).
  */
 
-/** What a committed write touched: one flag, only the organization's settings, or anything. */
-export type Touches = { flag: string } | 'settings' | 'all';
+/** What a committed write touched: one flag, one segment, only the organization's settings, or anything. */
+export type Touches = { flag: string } | { segment: string } | 'settings' | 'all';
 
 export interface Change {
   orgId: string;
@@ -31,7 +32,8 @@ export type Step =
   | { kind: 'stale' }
   | { kind: 'reload' }
   | { kind: 'settings' }
-  | { kind: 'flag'; name: string };
+  | { kind: 'flag'; name: string }
+  | { kind: 'segment'; name: string };
 
 export function stepFor(held: number | undefined, change: Change): Step {
   if (held === undefined) return { kind: 'absent' };
@@ -39,7 +41,7 @@ export function stepFor(held: number | undefined, change: Change): Step {
   const t = change.touches;
   if (t === 'all' || change.version !== held + 1) return { kind: 'reload' };
   if (t === 'settings') return { kind: 'settings' };
-  return { kind: 'flag', name: t.flag };
+  return 'segment' in t ? { kind: 'segment', name: t.segment } : { kind: 'flag', name: t.flag };
 }
 
 /** Whether a complete snapshot at `incoming` may replace what the replica holds (never older data). */

@@ -18,8 +18,8 @@
  * store (shared-store.ts) can write one flag or the organization's row for each; the rules for
  * that are apply-rules.ts.
  */
-import type { Flag, FlagConfig, Organization } from '../domain/types.js';
-import { buildSnapshot, compileFlag, putFlag, type OrgSnapshot } from '../engine/index.js';
+import type { Flag, FlagConfig, Organization, Segment } from '../domain/types.js';
+import { buildSnapshot, compileFlag, compileSegment, putFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';
 import { replaces, type Change, type Touches } from './apply-rules.js';
 import { flagChanged } from './flag-index.js';
 
@@ -33,6 +33,8 @@ export interface OrgDelta {
   changes: { version: number; touches: Touches }[];
   /** The flags `changes` name, with their configurations; a name missing here was deleted. */
   flags: Map<string, { flag: Flag; configs: FlagConfig[] }>;
+  /** The segments `changes` name; a name missing here was deleted (absent: no segment changed). */
+  segments?: Map<string, Segment>;
 }
 
 /**
@@ -43,6 +45,8 @@ export interface SnapshotSource {
   org(orgId: string): Promise<Organization | null>;
   flags(orgId: string): Promise<Flag[]>;
   orgConfigs(orgId: string): Promise<Map<string, FlagConfig[]>>;
+  /** The organization's segments (absent: a source without segments). */
+  segments?(orgId: string): Promise<Segment[]>;
   /** The organization's row, change log after `held` and the flags it names, read together; null when it is gone. */
   changesSince(orgId: string, held: number, maxChanges: number): Promise<OrgDelta | null>;
 }
@@ -144,9 +148,17 @@ export class SnapshotRegistry {
       return;
     }
     const done = new Set<string>();
+    const doneSegments = new Set<string>();
     for (const c of changes) {
       const t = c.touches;
-      if (typeof t === 'object' && !done.has(t.flag)) {
+      if (typeof t === 'object' && 'segment' in t) {
+        if (doneSegments.has(t.segment)) continue;
+        doneSegments.add(t.segment);
+        // Compiled once here (its in / not_in hash sets), never per request.
+        const got = delta.segments?.get(t.segment);
+        if (got === undefined) segmentMap(current).delete(t.segment);
+        else segmentMap(current).set(t.segment, compileSegment(got));
+      } else if (typeof t === 'object' && !done.has(t.flag)) {
         done.add(t.flag);
         const got = delta.flags.get(t.flag);
         // putFlag keeps the snapshot's list maxima (GraphQL result estimate) an upper bound; a
@@ -173,10 +185,14 @@ export class SnapshotRegistry {
       if (notifyDrop) this.emit(orgId, null, 'all');
       return null;
     }
-    const [flags, configs] = await Promise.all([this.source.flags(orgId), this.source.orgConfigs(orgId)]);
+    const [flags, configs, segments] = await Promise.all([
+      this.source.flags(orgId),
+      this.source.orgConfigs(orgId),
+      this.source.segments?.(orgId) ?? [],
+    ]);
     const existing = this.snapshots.get(orgId);
     if (existing !== undefined && !replaces(existing.org.version, org.version)) return existing;
-    const snap = buildSnapshot(org, flags, configs);
+    const snap = buildSnapshot(org, flags, configs, segments);
     this.snapshots.set(orgId, snap);
     this.emit(orgId, snap, 'all');
     return snap;
@@ -185,4 +201,10 @@ export class SnapshotRegistry {
   private emit(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
     for (const l of this.listeners) l(orgId, snap, touches);
   }
+}
+
+/** The snapshot's segments as a Map the registry may change in place (buildSnapshot makes one). */
+function segmentMap(snap: OrgSnapshot): Map<string, CompiledSegment> {
+  if (!(snap.segments instanceof Map)) snap.segments = new Map();
+  return snap.segments as Map<string, CompiledSegment>;
 }

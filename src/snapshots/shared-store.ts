@@ -22,7 +22,8 @@
  *   data (growable SharedArrayBuffer, append only)
  *     records at 8-byte aligned offsets; location = offset / 8 (offset 0 is never used):
  *     [Int32 payload bytes][Int32 name bytes][name, UTF-8][JSON of {flag, configs}, UTF-8]
- *     (the organization row: an empty name and the Organization as JSON).
+ *     (the organization row: an empty name and the Organization as JSON; a segment: its name
+ *     after SEGMENT_PREFIX, which no flag name can start with, and the Segment as JSON).
  *
  * A writer appends the record, then points the slot (or the row field) at it with Atomics.store,
  * then stores the version: a reader that loads version v sees all of v's data. Then it posts a
@@ -38,8 +39,8 @@
  * The rules for what a change does (version ordering, contiguous flag change, gap or 'all' →
  * everything, 'settings' → the row) are apply-rules.ts, the same the registry follows.
  */
-import type { Flag, FlagConfig, Organization } from '../domain/types.js';
-import { compileFlag, type CompiledFlag, type OrgSnapshot } from '../engine/index.js';
+import type { Flag, FlagConfig, Organization, Segment } from '../domain/types.js';
+import { compileFlag, compileSegment, type CompiledFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';
 import { serves, stepFor, type Touches } from './apply-rules.js';
 
 /** Messages from the front thread to the workers (BroadcastChannel): references and versions, never data. */
@@ -53,6 +54,8 @@ export type StoreMessage =
   | { type: 'hello' };
 
 const HEADER_BYTES = 64;
+/** Segment records share the flags' index under this prefix: flag names start with a letter or digit. */
+const SEGMENT_PREFIX = '@';
 const ROW_FIELD = 2; // Int32 index of the row location (bytes 8..11)
 const EMPTY = 0;
 const DELETED = -1;
@@ -259,7 +262,8 @@ export class SharedStoreWriter {
         return;
       case 'settings':
       case 'flag':
-        if (!(step.kind === 'settings' ? this.writeRow(s!, snap.org) : this.writeFlag(s!, step.name, snap.flags.get(step.name)))) {
+      case 'segment':
+        if (!this.writeStep(s!, step, snap)) {
           // The index or the data area is full: a fresh generation, which also drops dead records.
           this.writeAll(orgId, snap);
           return;
@@ -273,6 +277,18 @@ export class SharedStoreWriter {
       return;
     }
     this.send({ type: 'version', orgId, gen: s!.g.gen, version: snap.org.version });
+  }
+
+  /** Writes what one step changed. False when a fresh generation is needed. */
+  private writeStep(s: OrgState, step: { kind: 'settings' } | { kind: 'flag' | 'segment'; name: string }, snap: OrgSnapshot): boolean {
+    if (step.kind === 'settings') return this.writeRow(s, snap.org);
+    if (step.kind === 'flag') {
+      const compiled = snap.flags.get(step.name);
+      return compiled === undefined ? this.remove(s, step.name) : this.put(s, step.name, JSON.stringify(recordOf(compiled)));
+    }
+    const seg = snap.segments?.get(step.name);
+    const key = SEGMENT_PREFIX + step.name;
+    return seg === undefined ? this.remove(s, key) : this.put(s, key, JSON.stringify(seg.segment));
   }
 
   /** Answers a starting worker: the references of every organization's current generation. */
@@ -294,7 +310,10 @@ export class SharedStoreWriter {
    * front thread's heap by the size of the organization (≈ 75 MiB at 100,000 flags) and keep it.
    */
   private writeAll(orgId: string, snap: OrgSnapshot, scale = 1): void {
-    const n = snap.flags.size;
+    const segments = snap.segments instanceof Map ? (snap.segments as Map<string, CompiledSegment>) : new Map<string, CompiledSegment>();
+    let segmentBytes = 0;
+    for (const [name, c] of segments) segmentBytes += align8(8 + Buffer.byteLength(SEGMENT_PREFIX + name) + Buffer.byteLength(JSON.stringify(c.segment)));
+    const n = snap.flags.size + segments.size;
     // The data area's size is estimated from a sample; it grows as needed up to 4× the estimate
     // (or 64 MiB), and a (rare) miss starts over with more room.
     let sampled = 0;
@@ -305,13 +324,19 @@ export class SharedStoreWriter {
       sampled++;
     }
     const rowBytes = align8(8 + Buffer.byteLength(JSON.stringify(snap.org)));
-    const estimate = align8(Math.ceil(8 + rowBytes + (sampled === 0 ? 0 : (sampleBytes / sampled) * n * 1.1 * scale) + 4096));
+    const estimate = align8(Math.ceil(8 + rowBytes + segmentBytes + (sampled === 0 ? 0 : (sampleBytes / sampled) * snap.flags.size * 1.1 * scale) + 4096));
     const g = Generation.create(this.nextGen++, pow2AtLeast(2 * n + 2), estimate, Math.max(64 * 1024 * 1024, 4 * estimate));
     const s: OrgState = { g, end: 8, live: 0, dead: 0, used: 0 };
     this.writeRow(s, snap.org);
     for (const [name, c] of snap.flags) {
       if (!this.put(s, name, JSON.stringify(recordOf(c)))) {
         // The data area could not grow enough (flags far larger than the sample): again, with more room.
+        this.writeAll(orgId, snap, scale * 4);
+        return;
+      }
+    }
+    for (const [name, c] of segments) {
+      if (!this.put(s, SEGMENT_PREFIX + name, JSON.stringify(c.segment))) {
         this.writeAll(orgId, snap, scale * 4);
         return;
       }
@@ -336,21 +361,18 @@ export class SharedStoreWriter {
     return true;
   }
 
-  /** One flag changed (compiled: its new state; undefined: deleted). False when a fresh generation is needed. */
-  private writeFlag(s: OrgState, name: string, compiled: CompiledFlag | undefined): boolean {
-    if (compiled === undefined) {
-      const i = s.g.find(name, nameHash(name));
-      if (i < 0) return true;
-      const old = Atomics.load(s.g.slots, 2 * i + 1);
-      if (old === DELETED) return true;
-      const size = s.g.recordSize(old);
-      s.dead += size;
-      s.live -= size;
-      s.g.deletedNames.set(i, name);
-      Atomics.store(s.g.slots, 2 * i + 1, DELETED);
-      return true;
-    }
-    return this.put(s, name, JSON.stringify(recordOf(compiled)));
+  /** Marks the record under `name` (a flag, or a prefixed segment) deleted. */
+  private remove(s: OrgState, name: string): boolean {
+    const i = s.g.find(name, nameHash(name));
+    if (i < 0) return true;
+    const old = Atomics.load(s.g.slots, 2 * i + 1);
+    if (old === DELETED) return true;
+    const size = s.g.recordSize(old);
+    s.dead += size;
+    s.live -= size;
+    s.g.deletedNames.set(i, name);
+    Atomics.store(s.g.slots, 2 * i + 1, DELETED);
+    return true;
   }
 
   /** Appends a flag's record and points its slot at it. False when the index or data area is full. */
@@ -465,6 +487,7 @@ export class OrgView {
       get: (name: string) => view.flag(name),
       has: (name: string) => view.flag(name) !== undefined,
     };
+    const segments = { get: (name: string) => view.segment(name) };
     // The engine reads `snapshot.org` and `snapshot.flags.get` only (dependencies included); the
     // evaluation-only documents a worker runs resolve nothing else. A Map of every flag is what this
     // module exists to avoid, hence the narrow object behind the OrgSnapshot type.
@@ -473,6 +496,7 @@ export class OrgView {
         return view.org();
       },
       flags,
+      segments,
     } as unknown as OrgSnapshot;
   }
 
@@ -512,7 +536,30 @@ export class OrgView {
     return this.row;
   }
 
+  /**
+   * A segment, compiled (its in / not_in hash sets built) once per record: the cache holds one
+   * entry per segment name, replaced when the segment's record changes.
+   */
+  segment(name: string): CompiledSegment | undefined {
+    const key = SEGMENT_PREFIX + name;
+    const i = this.g.find(key, nameHash(key));
+    if (i < 0) return undefined;
+    const loc = Atomics.load(this.g.slots, 2 * i + 1);
+    if (loc === DELETED) {
+      this.segments.delete(name);
+      return undefined;
+    }
+    const cached = this.segments.get(name);
+    if (cached !== undefined && cached.loc === loc) return cached.c;
+    const c = compileSegment(JSON.parse(this.g.readPayload(loc)) as Segment);
+    this.segments.set(name, { loc, c });
+    return c;
+  }
+
+  private readonly segments = new Map<string, { loc: number; c: CompiledSegment }>();
+
   flag(name: string): CompiledFlag | undefined {
+    if (name.startsWith(SEGMENT_PREFIX)) return undefined; // a segment's record, never a flag
     const i = this.g.find(name, nameHash(name));
     if (i < 0) return undefined;
     const loc = Atomics.load(this.g.slots, 2 * i + 1);

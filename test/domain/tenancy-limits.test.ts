@@ -29,7 +29,7 @@ declare namespace Tap { type Test = typeof t }
 t.test('defaults are the documented ones', async (t) => {
   t.same(DEFAULT_TENANCY_LIMITS, {
     maxFlagsPerOrg: 200000, maxKeysPerOrg: 1000, maxConfigsPerFlag: 100, maxRulesPerConfig: 200,
-    maxConditionsPerRule: 50, maxVariantsPerFlag: 100, maxValueBytes: 32768,
+    maxConditionsPerRule: 50, maxVariantsPerFlag: 100, maxValueBytes: 32768, maxSegmentsPerOrg: 1000, maxSegmentValues: 20000,
   });
 });
 

@@ -373,6 +373,7 @@ t.test('parseUpsertFlagConfig', async (t) => {
           id: 'r1',
           priority: 1,
           conditions: [{ field: 'country', operator: '==', value: 'DE' }],
+          segments: [],
           allocations: [
             { variantKey: 'a', percentage: 50 },
             { variantKey: 'b', percentage: 50 },
@@ -385,6 +386,7 @@ t.test('parseUpsertFlagConfig', async (t) => {
             { field: 'userId', operator: 'in', value: ['u1'] },
             { field: 'plan.tier', operator: '!=', value: null },
           ],
+          segments: [],
           allocations: [{ variantKey: 'b', percentage: 100 }],
         },
       ],

@@ -418,6 +418,45 @@ t.test('auditLog: every AuditEvent field, for the writes above (more in test/aud
   t.same(r.body.data?.config, [{ action: 'flag.update', target: { type: 'flag', name: 'json-flag', stage: null, clientId: null }, application: 'default' }], 'the newest event of json-flag');
 });
 
+t.test('segments: createSegment, updateSegment, deleteSegment, segments, segment, Rule.segments (docs/api.md#segments)', async (t) => {
+  const SEGMENT = 'name description application conditions { field operator value } createdAt updatedAt';
+  const c = await gql(n, admin, `mutation {
+    s1: createSegment(input: {name: "gql-beta", description: "Beta plan", application: "default", conditions: [{field: "plan", operator: "in", value: ["beta", "pro"]}]}) { ${SEGMENT} }
+    s2: createSegment(input: {name: "gql-all"}) { ${SEGMENT} }
+  }`);
+  t.notOk(c.body.errors, c.text);
+  t.match(c.body.data?.s1, { name: 'gql-beta', description: 'Beta plan', application: 'default', conditions: [{ field: 'plan', operator: 'in', value: ['beta', 'pro'] }], createdAt: ISO, updatedAt: ISO });
+  t.match(c.body.data?.s2, { name: 'gql-all', description: null, application: null, conditions: [] }, 'an org-wide key: organization-wide by default');
+  const u = await gql(n, admin, `mutation { updateSegment(name: "gql-beta", input: {description: "Beta", conditions: [{field: "plan", operator: "==", value: "beta"}]}) { ${SEGMENT} } }`);
+  t.match(u.body.data?.updateSegment, { description: 'Beta', conditions: [{ field: 'plan', operator: '==', value: 'beta' }] });
+  // Reads answer what REST answers.
+  const r = await gql(n, admin, `{ segments { ${SEGMENT} } segment(name: "gql-beta") { ${SEGMENT} } }`);
+  t.same(r.body.data?.segment, (await n.req('GET', '/api/segments/gql-beta', { key: admin })).body, 'segment(name) equals GET /api/segments/{name}');
+  t.same(r.body.data?.segments, (await n.req('GET', '/api/segments', { key: admin })).body, 'segments equals GET /api/segments');
+
+  // A rule naming segments (RuleInput.segments, Rule.segments).
+  t.equal((await gql(n, admin, `mutation { createFlag(input: {name: "gql-seg-flag", project: "default", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name } }`)).body.data?.createFlag?.name, 'gql-seg-flag');
+  const up = await gql(n, admin, `mutation { upsertFlagConfig(name: "gql-seg-flag", input: {stage: "production", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100,
+    rules: [{id: "r1", priority: 1, conditions: [], segments: ["gql-beta", "gql-all"], allocations: [{variantKey: "on", percentage: 100}]}]}) { rules { id segments } } }`);
+  t.same(up.body, { data: { upsertFlagConfig: { rules: [{ id: 'r1', segments: ['gql-beta', 'gql-all'] }] } } });
+  const unknown = await gql(n, admin, `mutation { upsertFlagConfig(name: "gql-seg-flag", input: {stage: "production", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100,
+    rules: [{priority: 1, conditions: [], segments: ["nope"], allocations: [{variantKey: "on", percentage: 100}]}]}) { stage } }`);
+  t.match(expectFieldError(t, unknown, ['upsertFlagConfig'], 'BAD_REQUEST'), { message: /unknown segment 'nope'/ });
+
+  // Errors: the same codes as REST.
+  const dup = await gql(n, admin, 'mutation { createSegment(input: {name: "gql-all"}) { name } }');
+  t.match(expectFieldError(t, dup, ['createSegment'], 'CONFLICT'), { message: /already exists/ });
+  const inUse = await gql(n, admin, 'mutation { deleteSegment(name: "gql-beta") }');
+  t.match(expectFieldError(t, inUse, ['deleteSegment'], 'CONFLICT'), { message: /flag 'gql-seg-flag'/ });
+  expectFieldError(t, await gql(n, admin, '{ segment(name: "nope") { name } }'), ['segment'], 'NOT_FOUND');
+  const reader = await createKey(n, { permissions: ['CanRead'] });
+  expectFieldError(t, await gql(n, reader, 'mutation { updateSegment(name: "gql-all", input: {description: "x"}) { name } }'), ['updateSegment'], 'FORBIDDEN');
+
+  t.equal((await gql(n, admin, 'mutation { upsertFlagConfig(name: "gql-seg-flag", input: {stage: "production", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100, rules: []}) { stage } }')).body.data?.upsertFlagConfig?.stage, 'production');
+  t.same((await gql(n, admin, 'mutation { deleteSegment(name: "gql-beta") }')).body, { data: { deleteSegment: true } });
+  t.same((await gql(n, admin, '{ segments { name } }')).body, { data: { segments: [{ name: 'gql-all' }] } });
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);

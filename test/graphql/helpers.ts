@@ -68,4 +68,4 @@ export function expectProblem(t: Asserts, res: Res, status: number, code: string
 }
 
 export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } createdAt updatedAt`;
-export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPercentage rules { id priority conditions { field operator value } allocations { variantKey percentage } } activeFrom activeUntil enrollmentCutoff`;
+export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPercentage rules { id priority conditions { field operator value } segments allocations { variantKey percentage } } activeFrom activeUntil enrollmentCutoff`;

@@ -184,3 +184,44 @@ t.test('evaluate answers what POST /flags/{name} answers, for every reason code'
   const other = await createKey(n, { permissions: ['CanEvaluate'], application: 'other-app' });
   await both(t, n, other, { flag: 'p-rule', userId: 'u1' });
 });
+
+t.test('a rule naming a segment evaluates alike over REST (worker pool), GraphQL and OFREP', async (t) => {
+  const ev = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  // Segments written over GraphQL: one with a 20,000-id list, one with an ordinary condition.
+  const ids = Array.from({ length: 20_000 }, (_, i) => `id-${i}`);
+  const CREATE = 'mutation($i: CreateSegmentInput!) { createSegment(input: $i) { name application conditions { field operator } } }';
+  const big = await gql(n, admin, CREATE, { i: { name: 'listed', conditions: [{ field: 'userId', operator: 'in', value: ids }] } });
+  t.same(big.body, { data: { createSegment: { name: 'listed', application: null, conditions: [{ field: 'userId', operator: 'in' }] } } });
+  const eu = await gql(n, admin, CREATE, { i: { name: 'eu', application: 'default', conditions: [{ field: 'country', operator: 'in', value: ['NL', 'DE', 'FR'] }] } });
+  t.notOk(eu.body.errors, eu.text);
+  await restFlag('s-gate', {}, {
+    rules: [
+      { id: 'both', priority: 1, conditions: [{ field: 'tier', operator: '==', value: 'gold' }], segments: ['listed', 'eu'], allocations: [{ variantKey: 'on', percentage: 100 }] },
+      { id: 'eu-split', priority: 2, conditions: [], segments: ['eu'], allocations: [{ variantKey: 'on', percentage: 50 }, { variantKey: 'off', percentage: 50 }] },
+    ],
+  });
+
+  /** REST and GraphQL agree (both()); OFREP answers the same variant, value and reason code. */
+  const all = async (s: Scenario) => {
+    const r = await both(t, n, ev, s);
+    const o = await n.req('POST', `/ofrep/v1/evaluate/flags/${s.flag}`, { key: ev, body: { context: { targetingKey: s.userId, stage: 'production', ...s.context } } });
+    t.equal(o.status, 200, `OFREP ${s.flag} for ${s.userId}: ${o.text}`);
+    t.equal(o.body.variant, r?.key, 'OFREP: same variant');
+    t.equal(o.body.value, r?.variant, 'OFREP: same value');
+    t.equal(o.body.metadata?.reasonCode, r?.reason.code, 'OFREP: same reason code');
+    return r!;
+  };
+  t.match(await all({ flag: 's-gate', userId: 'id-19999', context: { tier: 'gold', country: 'NL' } }), { key: 'on', reason: { ruleId: 'both' } });
+  t.match(await all({ flag: 's-gate', userId: 'id-20000', context: { tier: 'gold', country: 'NL' } }), { reason: { ruleId: 'eu-split' } }, 'not listed: the next rule');
+  t.match(await all({ flag: 's-gate', userId: 'id-5', context: { tier: 'silver', country: 'DE' } }), { reason: { ruleId: 'eu-split' } }, 'condition fails');
+  t.match(await all({ flag: 's-gate', userId: 'id-5', context: { tier: 'gold', country: 'US' } }), { reason: { code: 'default' } }, 'in no segment');
+  const split = new Set<string | null>();
+  for (let i = 0; i < 20; i++) split.add((await all({ flag: 's-gate', userId: `x-${i}`, context: { country: 'FR' } })).key);
+  t.same([...split].sort(), ['off', 'on'], "the segment rule's allocation split is the same everywhere");
+
+  // A segment change: every path answers with the new segment at once.
+  const upd = await gql(n, admin, 'mutation($c: [ConditionInput!]) { updateSegment(name: "eu", input: {conditions: $c}) { name } }', { c: [{ field: 'country', operator: 'in', value: ['US'] }] });
+  t.notOk(upd.body.errors, upd.text);
+  t.match(await all({ flag: 's-gate', userId: 'id-5', context: { tier: 'gold', country: 'US' } }), { key: 'on', reason: { ruleId: 'both' } });
+  t.match(await all({ flag: 's-gate', userId: 'id-5', context: { tier: 'gold', country: 'NL' } }), { reason: { code: 'default' } });
+});

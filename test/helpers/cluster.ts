@@ -156,12 +156,15 @@ export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, time
 /**
  * Two nodes on a fresh PostgreSQL database and NATS_URL (safety poll off, so only the bus carries
  * changes), with flag `shared` (configured: `on` in production) and a CanEvaluate key `ek` of
- * application `default`, all written on node A.
+ * application `default`, all written on node A. `extraEnv` is added to both nodes' settings.
  */
-export async function twoNodesWithSharedFlag(t: { teardown(fn: () => unknown): void }): Promise<{ a: TestNode; b: TestNode; ek: string }> {
+export async function twoNodesWithSharedFlag(
+  t: { teardown(fn: () => unknown): void },
+  extraEnv: Record<string, string> = {},
+): Promise<{ a: TestNode; b: TestNode; ek: string }> {
   const db = await freshPostgresDatabase();
   t.teardown(db.drop);
-  const env = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000' };
+  const env = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000', ...extraEnv };
   const a = await startTestNode(t, { databaseUrl: db.url, env });
   const b = await startTestNode(t, { databaseUrl: db.url, adminKey: a.adminKey, env });
   if ((await createFlag(a, 'shared')).status !== 201) throw new Error('create shared failed');

@@ -33,6 +33,8 @@ const LIMITS = {
   VEXIL_MAX_CONDITIONS_PER_RULE: '2',
   VEXIL_MAX_VARIANTS_PER_FLAG: '3',
   VEXIL_MAX_VALUE_BYTES: '64',
+  VEXIL_MAX_SEGMENTS_PER_ORG: '2',
+  VEXIL_MAX_SEGMENT_VALUES: '5',
 };
 const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '100000', ...LIMITS };
 
@@ -61,6 +63,7 @@ async function state(name: string): Promise<unknown> {
     flags: await q('select name, project, type, variants, environments, dependencies, is_archived, description from flags where org_id = $1 order by name'),
     configs: await q('select flag_name, stage, client_id, enabled, rules from flag_configs where org_id = $1 order by flag_name, stage, client_id'),
     keys: await q('select id, disabled, permissions from management_keys where org_id = $1 order by id'),
+    segments: await q('select name, application, description, conditions from segments where org_id = $1 order by name'),
     audit: (await q('select count(*)::int as n from audit_events where org_id = $1'))[0],
   };
 }
@@ -100,6 +103,8 @@ t.test('config: tenancy limits have their documented defaults and are validated'
     maxConditionsPerRule: 50,
     maxVariantsPerFlag: 100,
     maxValueBytes: 32768,
+    maxSegmentsPerOrg: 1000,
+    maxSegmentValues: 20000,
   });
   tt.equal(loadConfig({ VEXIL_MAX_FLAGS_PER_ORG: '3' }).tenancyLimits.maxFlagsPerOrg, 3);
   for (const k of Object.keys(LIMITS)) {
@@ -206,6 +211,32 @@ t.test('size limits: variants, rules, conditions, value bytes are 400 naming the
     expectProblem(tt, await unchanged(tt, o.name, () => o.req('POST', '/api/flags/f/configs', { key: o.adminKey, body: cfg(rules) })), 400, 'BAD_REQUEST', re);
     gqlError(tt, await unchanged(tt, o.name, () => gql(o, o.adminKey, UPSERT, { n: 'f', i: cfg(rules) })), 'BAD_REQUEST', 400, re, `GraphQL ${what}`);
   }
+});
+
+t.test('segments (VEXIL_MAX_SEGMENTS_PER_ORG=2, VEXIL_MAX_SEGMENT_VALUES=5): REST and GraphQL', async (tt) => {
+  const o = await org();
+  const CREATE_SEGMENT = 'mutation($i: CreateSegmentInput!) { createSegment(input: $i) { name } }';
+  tt.equal((await o.req('POST', '/api/segments', { key: o.adminKey, body: { name: 's1' } })).status, 201);
+  tt.same((await gql(o, o.adminKey, CREATE_SEGMENT, { i: { name: 's2' } })).body, { data: { createSegment: { name: 's2' } } }, 'at the limit: created');
+  const rest = await unchanged(tt, o.name, () => o.req('POST', '/api/segments', { key: o.adminKey, body: { name: 's3' } }));
+  expectProblem(tt, rest, 409, 'QUOTA_EXCEEDED', /VEXIL_MAX_SEGMENTS_PER_ORG=2/);
+  const g = await unchanged(tt, o.name, () => gql(o, o.adminKey, CREATE_SEGMENT, { i: { name: 's3' } }));
+  gqlError(tt, g, 'QUOTA_EXCEEDED', 409, /VEXIL_MAX_SEGMENTS_PER_ORG=2/, 'GraphQL createSegment over the limit');
+  // Values of one in / not_in list: five allowed, six refused (400) over both.
+  const list = (k: number) => ({ conditions: [{ field: 'userId', operator: 'in', value: Array.from({ length: k }, (_, i) => `u${i}`) }] });
+  tt.equal((await o.req('PUT', '/api/segments/s1', { key: o.adminKey, body: list(5) })).status, 200, 'five values: allowed');
+  expectProblem(tt, await unchanged(tt, o.name, () => o.req('PUT', '/api/segments/s1', { key: o.adminKey, body: list(6) })), 400, 'BAD_REQUEST', /VEXIL_MAX_SEGMENT_VALUES=5/);
+  const gv = await unchanged(tt, o.name, () => gql(o, o.adminKey, 'mutation($i: UpdateSegmentInput!) { updateSegment(name: "s2", input: $i) { name } }', { i: list(6) }));
+  gqlError(tt, gv, 'BAD_REQUEST', 400, /VEXIL_MAX_SEGMENT_VALUES=5/, 'GraphQL updateSegment over the list limit');
+  // Conditions of one segment: VEXIL_MAX_CONDITIONS_PER_RULE=2; each value within VEXIL_MAX_VALUE_BYTES=64.
+  const cond = { field: 'plan', operator: '==', value: 'x' };
+  expectProblem(tt, await unchanged(tt, o.name, () => o.req('PUT', '/api/segments/s1', { key: o.adminKey, body: { conditions: [cond, cond, cond] } })), 400, 'BAD_REQUEST', /VEXIL_MAX_CONDITIONS_PER_RULE=2/);
+  expectProblem(tt, await unchanged(tt, o.name, () => o.req('PUT', '/api/segments/s1', { key: o.adminKey, body: { conditions: [{ ...cond, value: 'v'.repeat(100) }] } })), 400, 'BAD_REQUEST', /VEXIL_MAX_VALUE_BYTES=64/);
+  // A rule's segments count like its conditions.
+  tt.equal((await o.req('POST', '/api/flags', { key: o.adminKey, body: flagBody('segflag') })).status, 201);
+  const rule = { priority: 1, conditions: [], segments: ['s1', 's2', 's3'], allocations: [{ variantKey: 'on', percentage: 100 }] };
+  const three = await unchanged(tt, o.name, () => o.req('POST', '/api/flags/segflag/configs', { key: o.adminKey, body: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100, rules: [rule] } }));
+  expectProblem(tt, three, 400, 'BAD_REQUEST', /rules\[0\]\.segments \(3\).*VEXIL_MAX_CONDITIONS_PER_RULE=2/);
 });
 
 t.test('environment scope binds writes: configurations of its environment only, no flag-level write', async (tt) => {

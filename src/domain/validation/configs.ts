@@ -5,8 +5,10 @@ import type { Flag } from '../types.js';
 import { OPERATORS, isOperator, isValidFieldPath } from '../condition-syntax.js';
 import {
   ID_MAX,
+  dedupe,
   describeType,
   finite,
+  flagName,
   isJsonValue,
   name,
   optionalNonNull,
@@ -33,6 +35,8 @@ export interface RuleInput {
   id?: string | null;
   priority: number;
   conditions: ConditionInput[];
+  /** Segment names (docs/evaluation.md, "Segments"); absent or null: none. */
+  segments?: string[] | null;
   allocations: AllocationInput[];
 }
 
@@ -50,7 +54,7 @@ export interface UpsertFlagConfigInput {
 
 const DATE_TIME_OR_NULL = { anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] };
 
-const conditionSchema = z.strictObject({
+export const conditionSchema = z.strictObject({
   field: z.string(),
   operator: z.string(),
   value: z.unknown().optional(),
@@ -66,6 +70,8 @@ const ruleSchema = z.strictObject({
   // GraphQL's Int is 32-bit: a priority must round-trip through both APIs.
   priority: finite.int().min(-2147483648).max(2147483647),
   conditions: z.array(conditionSchema),
+  // Segment names follow flag names' pattern; whether each exists is checked by the write.
+  segments: optionalNonNull(z.array(flagName)),
   allocations: z.array(allocationSchema).min(1),
 });
 
@@ -85,6 +91,32 @@ export const upsertConfigSchema = z.strictObject({
 const ARRAY_OPERATORS = new Set(['in', 'not_in']);
 const STRING_OPERATORS = new Set(['starts_with', 'ends_with']);
 const NUMBER_OPERATORS = new Set(['<', '<=', '>', '>=']);
+
+/**
+ * One condition's syntax (src/domain/condition-syntax.ts) and the value its operator needs; `at`
+ * names it in messages. Rules' conditions and segments' conditions alike.
+ */
+export function checkCondition(c: ConditionInput, at: string): void {
+  if (typeof c.field !== 'string' || !isValidFieldPath(c.field))
+    throw badRequest(`${at}.field: invalid path ${quote(c.field)} (dot-separated names of letters, digits and underscores)`);
+  if (!isOperator(c.operator))
+    throw badRequest(`${at}.operator: expected one of ${OPERATORS.join(', ')}, got ${quote(c.operator)}`);
+  const value = c.value === undefined ? null : c.value;
+  if (!isJsonValue(value)) throw badRequest(`${at}.value: not a JSON value`);
+  if (ARRAY_OPERATORS.has(c.operator) && !Array.isArray(value))
+    throw badRequest(`${at}.value: operator '${c.operator}' needs an array value, got ${describeType(value)}`);
+  if (STRING_OPERATORS.has(c.operator) && typeof value !== 'string')
+    throw badRequest(`${at}.value: operator '${c.operator}' needs a string value, got ${describeType(value)}`);
+  if (NUMBER_OPERATORS.has(c.operator) && typeof value !== 'number')
+    throw badRequest(`${at}.value: operator '${c.operator}' needs a number value, got ${describeType(value)}`);
+}
+
+/** A condition as stored: every field present, an absent value null. */
+export const normaliseCondition = (c: ConditionInput): { field: string; operator: string; value: unknown } => ({
+  field: c.field,
+  operator: c.operator,
+  value: c.value === undefined ? null : c.value,
+});
 
 /** Checks of a configuration that need no flag; shared by parse and validateConfigAgainstFlag. */
 function checkConfigShape(input: UpsertFlagConfigInput): void {
@@ -108,23 +140,7 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
         throw badRequest(`${at}.id: duplicate rule id '${rule.id}' (see rules[${prev}])`);
       ids.set(rule.id, r);
     }
-    rule.conditions.forEach((c, i) => {
-      const cat = `${at}.conditions[${i}]`;
-      if (typeof c.field !== 'string' || !isValidFieldPath(c.field))
-        throw badRequest(
-          `${cat}.field: invalid path ${quote(c.field)} (dot-separated names of letters, digits and underscores)`,
-        );
-      if (!isOperator(c.operator))
-        throw badRequest(`${cat}.operator: expected one of ${OPERATORS.join(', ')}, got ${quote(c.operator)}`);
-      const value = c.value === undefined ? null : c.value;
-      if (!isJsonValue(value)) throw badRequest(`${cat}.value: not a JSON value`);
-      if (ARRAY_OPERATORS.has(c.operator) && !Array.isArray(value))
-        throw badRequest(`${cat}.value: operator '${c.operator}' needs an array value, got ${describeType(value)}`);
-      if (STRING_OPERATORS.has(c.operator) && typeof value !== 'string')
-        throw badRequest(`${cat}.value: operator '${c.operator}' needs a string value, got ${describeType(value)}`);
-      if (NUMBER_OPERATORS.has(c.operator) && typeof value !== 'number')
-        throw badRequest(`${cat}.value: operator '${c.operator}' needs a number value, got ${describeType(value)}`);
-    });
+    rule.conditions.forEach((c, i) => checkCondition(c, `${at}.conditions[${i}]`));
     if (rule.allocations.length === 0) throw badRequest(`${at}.allocations: must not be empty`);
     let sum = 0;
     const keys = new Map<string, number>();
@@ -146,7 +162,7 @@ function checkConfigShape(input: UpsertFlagConfigInput): void {
 
 /**
  * `POST /api/flags/{name}/configs`, GraphQL `upsertFlagConfig`. Returns every field filled in
- * (clientId, activeFrom, activeUntil, enrollmentCutoff null; rules []; condition values null when
+ * (clientId, activeFrom, activeUntil, enrollmentCutoff null; rules [], a rule's segments []; condition values null when
  * absent; date-times normalised). Checks everything that does not need the flag; the caller then
  * runs validateConfigAgainstFlag.
  */
@@ -162,11 +178,8 @@ export function parseUpsertFlagConfig(data: unknown, limits: TenancyLimits = DEF
     rules: (p.rules ?? []).map((r) => ({
       id: r.id ?? null,
       priority: r.priority,
-      conditions: r.conditions.map((c) => ({
-        field: c.field,
-        operator: c.operator,
-        value: c.value === undefined ? null : c.value,
-      })),
+      conditions: r.conditions.map(normaliseCondition),
+      segments: r.segments == null ? [] : dedupe(r.segments),
       allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
     })),
     activeFrom: p.activeFrom == null ? null : parseDateTime(p.activeFrom, 'activeFrom'),

@@ -2,12 +2,13 @@
  * The audit events each kind of write records (docs/audit.md, "Actions"): target, application and
  * before/after, built in one place so that every service describes its changes alike.
  */
-import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView } from '../../domain/types.js';
+import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView, Segment } from '../../domain/types.js';
 
 type FlagAction = Extract<AuditAction, `flag.${string}`>;
 type ConfigAction = Extract<AuditAction, `config.${string}`>;
 type KeyAction = Extract<AuditAction, `key.${string}`>;
 type OrgAction = Extract<AuditAction, `org.${string}`>;
+type SegmentAction = Extract<AuditAction, `segment.${string}`>;
 
 /** A flag event; `before`/`after` are the Flag, null where it did not exist. */
 export function flagChange(action: FlagAction, before: Flag | null, after: Flag | null): AuditChange {
@@ -36,4 +37,10 @@ export function keyChange(action: KeyAction, before: KeyView | null, after: KeyV
 /** An organization event: `before`/`after` hold only the settings that the write changes. */
 export function orgChange(action: OrgAction, orgName: string, before: object | null, after: object | null): AuditChange {
   return { action, target: { type: 'organization', name: orgName }, application: null, before, after };
+}
+
+/** A segment event; `before`/`after` are the Segment, null where it did not exist; its application is the segment's. */
+export function segmentChange(action: SegmentAction, before: Segment | null, after: Segment | null): AuditChange {
+  const segment = (after ?? before)!;
+  return { action, target: { type: 'segment', name: segment.name }, application: segment.application, before, after };
 }

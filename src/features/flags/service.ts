@@ -7,7 +7,7 @@
  *
  * Check order: permission (403), environment scope of flag-level writes (403), body (400, size
  * limits included), flag exists (404), application scope (403), environment scope of a
- * configuration (403), then semantic validation (400), conflicts (409) and count limits (409
+ * configuration (403), then semantic validation (400: segments a rule names included), conflicts (409) and count limits (409
  * QUOTA_EXCEEDED). Limits: docs/limits.md "Tenancy limits", `rt.config.tenancyLimits`.
  */
 import { randomBytes } from 'node:crypto';
@@ -22,7 +22,7 @@ import {
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
 import { clientIdApplication, findName, sameName } from '../../domain/name-matching.js';
-import type { Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
+import type { AuditChange, Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
   parseFlagListArgs,
@@ -33,6 +33,7 @@ import {
   quotaError,
   validateConfigAgainstFlag,
   validateVariants,
+  type TenancyLimits,
   type UpsertFlagConfigInput,
 } from '../../domain/validation.js';
 import type { CompiledFlag } from '../../engine/index.js';
@@ -40,6 +41,8 @@ import type { Runtime } from '../../runtime.js';
 import { flagIndexOf } from '../../snapshots/flag-index.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
+import { cancelPendingSchedules } from '../schedules/store.js';
+import { checkRuleSegments } from '../segments/service.js';
 import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
 
@@ -121,7 +124,7 @@ export function flagEnvironments(auth: Authenticated, name: string): string[] {
 // ---- writes -----------------------------------------------------------------------------------
 
 /** Loads the flag inside a write transaction: 404 when absent, 403 outside the key's scope. */
-async function loadForWrite(tx: Queryable, p: Principal, name: string): Promise<Flag> {
+export async function loadForWrite(tx: Queryable, p: Principal, name: string): Promise<Flag> {
   const flag = await store.getFlag(tx, p.orgId, name);
   if (flag === null) throw notFound(`Flag '${name}' not found`);
   requireApplication(p, flag.project);
@@ -274,6 +277,7 @@ export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string)
     const children = await store.flagsDependingOn(tx, p.orgId, name);
     if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
     await store.deleteFlag(tx, p.orgId, name);
+    await cancelPendingSchedules(tx, p.orgId, name);
     return { result: undefined, audit: flagChange('flag.delete', cur, null) };
   });
 }
@@ -326,11 +330,13 @@ function checkStorableWindow(input: UpsertFlagConfigInput): void {
   }
 }
 
-function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
+/** The configuration an upsert writes (rule ids generated where absent). */
+export function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
   const rules: Rule[] = (input.rules ?? []).map((r) => ({
     id: r.id ?? newRuleId(),
     priority: r.priority,
     conditions: r.conditions.map((c) => ({ field: c.field, operator: c.operator, value: c.value ?? null })),
+    segments: r.segments ?? [],
     allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
   }));
   return {
@@ -346,42 +352,94 @@ function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfig {
   };
 }
 
-export async function upsertConfig(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> {
-  const p = auth.principal;
-  requirePermission(p, 'CanWrite');
-  const limits = rt.config.tenancyLimits;
-  const input = parseUpsertFlagConfig(raw, limits);
+/**
+ * A configuration write made for a scheduled change (src/features/schedules/runner.ts): `claim`
+ * runs first in the write's transaction, with the organization locked, and throws when the
+ * schedule is no longer this write's to apply; the audit event names the schedule.
+ */
+export interface ScheduledWrite {
+  scheduleId: string;
+  claim(tx: Queryable): Promise<void>;
+}
+
+const scheduled = (audit: AuditChange, by: ScheduledWrite | undefined): AuditChange =>
+  by === undefined ? audit : { ...audit, scheduleId: by.scheduleId };
+
+/** What an upsert checks inside its transaction; a schedule runs the same checks when it is created. */
+export interface ConfigWriteTarget {
+  flag: Flag;
+  /** The stage as the flag spells it. */
+  stage: string;
+  before: FlagConfig | null;
+}
+
+/**
+ * The checks of a configuration upsert that need the stored flag: it exists and is in the key's
+ * scope, the stage is the flag's and in the key's environment scope, the clientId's application,
+ * the configuration against the flag's variants, the rules' segments, and the configurations count
+ * limit.
+ */
+export async function checkConfigUpsert(tx: Queryable, p: Principal, org: Organization, name: string, input: UpsertFlagConfigInput, limits: TenancyLimits): Promise<ConfigWriteTarget> {
+  const flag = await loadForWrite(tx, p, name);
+  const stage = flagStage(p, flag, input.stage);
+  const owner = clientIdApplication(input.clientId ?? null, org.applications);
+  if (owner !== undefined && !sameName(owner, flag.project)) {
+    throw badRequest(`clientId '${input.clientId}' belongs to application '${owner}', not to '${flag.project}'`);
+  }
+  validateConfigAgainstFlag(flag, input);
+  await checkRuleSegments(tx, p, flag.project, input.rules ?? []);
+  const before = await store.getConfig(tx, p.orgId, name, stage, input.clientId ?? null);
+  if (before === null && (await store.countConfigs(tx, p.orgId, name)) >= limits.maxConfigsPerFlag) {
+    throw quotaError(limits, 'maxConfigsPerFlag');
+  }
+  return { flag, stage, before };
+}
+
+/** Parses an upsert's body: every check that needs no stored state. */
+export function parseConfigUpsert(rt: Runtime, raw: unknown): UpsertFlagConfigInput {
+  const input = parseUpsertFlagConfig(raw, rt.config.tenancyLimits);
   checkStorableWindow(input);
+  return input;
+}
+
+export const upsertConfig = (rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> =>
+  upsertConfigAs(rt, auth.principal, name, raw);
+
+/** `upsertConfig` by a principal: a request's key, or a schedule's key read again when it is due. */
+export async function upsertConfigAs(rt: Runtime, p: Principal, name: string, raw: unknown, by?: ScheduledWrite): Promise<FlagConfig> {
+  requirePermission(p, 'CanWrite');
+  const input = parseConfigUpsert(rt, raw);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
-    const flag = await loadForWrite(tx, p, name);
-    const stage = flagStage(p, flag, input.stage);
-    const owner = clientIdApplication(input.clientId ?? null, org.applications);
-    if (owner !== undefined && !sameName(owner, flag.project)) {
-      throw badRequest(`clientId '${input.clientId}' belongs to application '${owner}', not to '${flag.project}'`);
-    }
-    validateConfigAgainstFlag(flag, input);
-    const before = await store.getConfig(tx, p.orgId, name, stage, input.clientId ?? null);
-    if (before === null && (await store.countConfigs(tx, p.orgId, name)) >= limits.maxConfigsPerFlag) {
-      throw quotaError(limits, 'maxConfigsPerFlag');
-    }
+    await by?.claim(tx);
+    const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, rt.config.tenancyLimits);
     const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
-    return { result: saved, audit: configChange('config.upsert', flag, before, saved) };
+    return { result: saved, audit: scheduled(configChange('config.upsert', flag, before, saved), by) };
   });
 }
 
 const configNotFound = (name: string, stage: string, clientId: string | null) =>
   notFound(`Flag '${name}' has no configuration for stage '${stage}'${clientId ? ` and clientId '${clientId}'` : ''}`);
 
-export async function setConfigEnabled(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> {
-  const p = auth.principal;
+/** The checks of an enable or disable: the flag in scope, the stage, and the configuration exists. */
+export async function checkConfigToggle(tx: Queryable, p: Principal, name: string, stage: string, clientId: string | null): Promise<ConfigWriteTarget & { before: FlagConfig }> {
+  const flag = await loadForWrite(tx, p, name);
+  const canonical = flagStage(p, flag, stage);
+  const before = await store.getConfig(tx, p.orgId, name, canonical, clientId);
+  if (before === null) throw configNotFound(name, canonical, clientId);
+  return { flag, stage: canonical, before };
+}
+
+export const setConfigEnabled = (rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> =>
+  setConfigEnabledAs(rt, auth.principal, name, stage, clientId, enabled);
+
+/** `setConfigEnabled` by a principal (see `upsertConfigAs`). */
+export async function setConfigEnabledAs(rt: Runtime, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, by?: ScheduledWrite): Promise<FlagConfig> {
   requirePermission(p, 'CanWrite');
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
-    const flag = await loadForWrite(tx, p, name);
-    const canonical = flagStage(p, flag, stage);
-    const before = await store.getConfig(tx, p.orgId, name, canonical, clientId);
-    if (before === null) throw configNotFound(name, canonical, clientId);
+    await by?.claim(tx);
+    const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
     const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
-    return { result: saved, audit: configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved) };
+    return { result: saved, audit: scheduled(configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved), by) };
   });
 }
 
@@ -393,6 +451,7 @@ export async function deleteConfig(rt: Runtime, auth: Authenticated, name: strin
     const canonical = flagStage(p, flag, stage);
     const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
     if (before === null) throw configNotFound(name, canonical, clientId);
+    await cancelPendingSchedules(tx, p.orgId, name, { stage: canonical, clientId });
     return { result: undefined, audit: configChange('config.delete', flag, before, null) };
   });
 }

@@ -51,6 +51,8 @@ const toRule = (r: Rule): Rule => ({
   id: r.id,
   priority: r.priority,
   conditions: r.conditions.map((c) => ({ field: c.field, operator: c.operator, value: c.value })),
+  // Rules stored before segments existed have none.
+  segments: r.segments ?? [],
   allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
 });
 

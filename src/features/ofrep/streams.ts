@@ -121,9 +121,10 @@ export class OfrepStreams {
     }
     let app: string | null = null;
     if (typeof touches === 'object') {
-      // A deleted flag's application is no longer known: tell every stream of the organization.
-      const project = snap.flags.get(touches.flag)?.flag.project;
-      if (project !== undefined) app = project.toLowerCase();
+      // A deleted flag's (segment's) application is no longer known, and an organization-wide
+      // segment's flags may be of any application: tell every stream of the organization.
+      const project = 'flag' in touches ? snap.flags.get(touches.flag)?.flag.project : snap.segments?.get(touches.segment)?.segment.application;
+      if (project != null) app = project.toLowerCase();
     }
     const prev = this.pending.get(orgId);
     if (app === null) this.pending.set(orgId, 'all');

@@ -14,8 +14,10 @@ import type { Runtime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import * as flagStore from '../flags/store.js';
 import * as keyStore from '../keys/store.js';
+import * as segmentStore from '../segments/store.js';
 import { orgChange } from '../audit/events.js';
 import { renameEventApplication } from '../audit/store.js';
+import { renameScheduleStage } from '../schedules/store.js';
 import { forgetKey } from '../keys/service.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
@@ -50,6 +52,8 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
   } else {
     const f = flags.find((fl) => sameName(fl.project, name));
     if (f) return `flag '${f.name}' belongs to it`;
+    const [segment] = await segmentStore.segmentsOfApplication(tx, org.id, name);
+    if (segment !== undefined) return `segment '${segment}' belongs to it`;
   }
   if ((await keyStore.keysScopedTo(tx, org.id, KEY_COLUMN[list], name)) > 0) return 'a management key is scoped to it';
   const field = RULE_FIELD[list];
@@ -58,8 +62,9 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
 }
 
 /**
- * Renames `from` to `to` everywhere it is used (flags, configurations, key scopes, kill switch,
- * and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
+ * Renames `from` to `to` everywhere it is used (flags, configurations, schedules, segments, key
+ * scopes, kill switch, and the `application` of audit events). The ids of re-scoped keys are added
+ * to `rescoped`.
  */
 async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
   for (const f of await flagStore.listFlags(tx, org.id)) {
@@ -69,8 +74,13 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
       await flagStore.saveFlag(tx, org.id, { ...f, project: to });
     }
   }
-  if (list === 'environments') await flagStore.renameConfigStage(tx, org.id, from, to);
-  else await renameEventApplication(tx, org.id, from, to);
+  if (list === 'environments') {
+    await flagStore.renameConfigStage(tx, org.id, from, to);
+    await renameScheduleStage(tx, org.id, from, to);
+  } else {
+    await renameEventApplication(tx, org.id, from, to);
+    await segmentStore.renameSegmentApplication(tx, org.id, from, to);
+  }
   rescoped.push(...(await keyStore.renameKeyScope(tx, org.id, KEY_COLUMN[list], from, to)));
   const field = RULE_FIELD[list];
   return org.killSwitch.map((r) => (r[field] !== null && sameName(r[field]!, from) ? { ...r, [field]: to } : r));

@@ -1,0 +1,139 @@
+/**
+ * The schedule runner (docs/cluster.md, "Scheduled changes"): applies each due schedule once, on
+ * one node of the cluster. It runs in the management actor (src/management/actor.ts), never on
+ * the front thread that answers evaluations.
+ *
+ * Timing: a timer is armed for the soonest pending `at` (read through the partial index on pending
+ * schedules, by the database's clock), re-armed whenever this node's data changes (its own writes,
+ * bus hints and version polls of other nodes' writes, creating or cancelling a schedule among them),
+ * and a safety poll reads it again every `SAFETY_POLL_MS` (and at start, so a schedule whose time
+ * passed while every node was down is applied then).
+ *
+ * Exactly once: the change is made by the configuration write path (flags/service.ts
+ * `upsertConfigAs`, `setConfigEnabledAs`), whose transaction first locks the organization, then
+ * claims the schedule (`claimApplied`: `FOR UPDATE SKIP LOCKED`, marked applied); a node that finds
+ * it taken rolls its transaction back, so no second change, version or audit event is written.
+ * A change refused when due (the key disabled or deleted, its scopes, the configuration no longer
+ * valid) marks the schedule failed with the reason and changes nothing else.
+ */
+import { principalOf } from '../../auth/permissions.js';
+import { isVexilError, VexilError } from '../../domain/errors.js';
+import type { Runtime } from '../../runtime.js';
+import * as flags from '../flags/service.js';
+import * as store from './store.js';
+
+/** The safety poll: at most this long between two looks at the soonest pending schedule. */
+export const SAFETY_POLL_MS = 30_000;
+/** Due schedules taken per round. */
+const BATCH = 100;
+/** A change that failed for a passing reason (the database unavailable) is tried again after this long. */
+const RETRY_MS = 1000;
+/** A refusal that makes a schedule fail; anything else (UNAVAILABLE, a lost connection) is tried again. */
+const FINAL = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYMENT_REQUIRED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'QUOTA_EXCEEDED']);
+
+/** Thrown inside the write's transaction when another node holds or has applied the schedule. */
+class Taken extends Error {}
+
+export class ScheduleRunner {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly poll: NodeJS.Timeout;
+  private running = false;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly rt: Runtime) {
+    this.poll = setInterval(() => this.run(), SAFETY_POLL_MS);
+    this.poll.unref();
+  }
+
+  /** Applies what is due now and arms the timer (the start, the safety poll). */
+  start(): void {
+    this.run();
+  }
+
+  /** Something changed (this node's write, another node's): look at the soonest pending schedule again. */
+  changed(): void {
+    this.run();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.poll);
+    if (this.timer !== null) clearTimeout(this.timer);
+  }
+
+  /** One round at a time; a call during a round asks for another one after it. */
+  private run(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.round()
+      .catch((err) => {
+        this.rt.log.warn('schedule runner round failed; trying again', { err: err as Error });
+        this.arm(RETRY_MS);
+      })
+      .finally(() => {
+        this.running = false;
+        if (this.again) {
+          this.again = false;
+          this.run();
+        }
+      });
+  }
+
+  private async round(): Promise<void> {
+    let retry = false;
+    for (;;) {
+      const due = await store.dueSchedules(this.rt.db, BATCH);
+      for (const s of due) if (!(await this.apply(s))) retry = true;
+      if (due.length < BATCH || this.stopped) break;
+    }
+    const ms = await store.msToNextPending(this.rt.db);
+    if (ms === null) this.arm(retry ? RETRY_MS : null);
+    else this.arm(Math.min(Math.max(ms, 0) + 2, retry ? RETRY_MS : SAFETY_POLL_MS));
+  }
+
+  private arm(ms: number | null): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (ms === null || this.stopped) return;
+    this.timer = setTimeout(() => this.run(), ms);
+    this.timer.unref();
+  }
+
+  /** Applies one due schedule; false when it should be tried again (a passing failure). */
+  private async apply(s: store.StoredSchedule): Promise<boolean> {
+    try {
+      const found = await this.rt.keys.readById(s.keyId);
+      if (found === null || found.key.orgId !== s.orgId) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} no longer exists`);
+      if (found.key.disabled) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} is disabled`);
+      const p = principalOf(found.key);
+      const by = {
+        scheduleId: s.id,
+        claim: async (tx: Parameters<typeof store.claimApplied>[0]) => {
+          if (!(await store.claimApplied(tx, s.id))) throw new Taken();
+        },
+      };
+      if (s.config !== null) await flags.upsertConfigAs(this.rt, p, s.flag, s.config, by);
+      else await flags.setConfigEnabledAs(this.rt, p, s.flag, s.stage, s.clientId, s.enabled!, by);
+      this.rt.log.info('schedule applied', { scheduleId: s.id, orgId: s.orgId, flag: s.flag });
+      return true;
+    } catch (err) {
+      if (err instanceof Taken) {
+        this.rt.log.debug('schedule taken by another node', { scheduleId: s.id });
+        return true;
+      }
+      if (isVexilError(err) && FINAL.has(err.code)) {
+        if (await store.markFailed(this.rt.db, s.id, err.message)) {
+          this.rt.log.info('schedule failed', { scheduleId: s.id, orgId: s.orgId, flag: s.flag, reason: err.message });
+        }
+        return true;
+      }
+      this.rt.log.warn('applying a schedule failed; trying again', { scheduleId: s.id, err: err as Error });
+      return false;
+    }
+  }
+}
