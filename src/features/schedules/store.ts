@@ -38,6 +38,8 @@ const configOf = (c: FlagConfig, stage: string): FlagConfig => ({
     id: r.id,
     priority: r.priority,
     conditions: r.conditions.map((k) => ({ field: k.field, operator: k.operator, value: k.value })),
+    // The segments a rule names (CONTRACT.md 15): the applied configuration keeps them.
+    segments: r.segments ?? [],
     allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
   })),
   activeFrom: c.activeFrom,
