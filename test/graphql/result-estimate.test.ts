@@ -18,7 +18,8 @@ import { createLogger } from '../../src/util/log.js';
 
 const STATS: ResultStats = {
   flags: 100_000, variants: 2, tags: 1, environments: 3, dependencies: 0, dependencyVariants: 0, configs: 1, rules: 1, conditions: 1,
-  allocations: 1, orgEnvironments: 3, orgApplications: 1, killSwitch: 0, managementKeys: 1000, largest: 100_000,
+  allocations: 1, ruleSegments: 2, orgEnvironments: 3, orgApplications: 1, killSwitch: 0, segments: 40, segmentConditions: 3,
+  managementKeys: 1000, largest: 100_000,
 };
 
 const estimate = (q: string, variables: Record<string, unknown> | null = null, stats = STATS, schema: GraphQLSchema = vexilSchema()) => {
@@ -54,6 +55,20 @@ t.test('rules per list field', async (t) => {
   t.equal(estimate(attack(20), null, empty), 20, 'an empty organization: one value per field (null or an empty list)');
   t.match(resultViolation(30_000_000, 200_000), /estimated at up to 30000000 values.*VEXIL_GRAPHQL_MAX_RESULT allows at most 200000.*flagConnection\(first:\) or flags\(first:\)/);
   t.equal(resultViolation(200_000, 200_000), null, 'at the limit: allowed');
+});
+
+t.test('segments: the organization\'s segments, their conditions, a rule\'s segment names', async (t) => {
+  t.equal(estimate('{ segments { name conditions { field operator value } } }'), 40 * (1 + 3 * 3), 'segments × (name + conditions × 3)');
+  t.equal(estimate('{ segment(name: "s") { name conditions { field } } }'), 1 + 3);
+  t.equal(estimate('{ flag(name: "x") { configs { rules { segments } } } }'), 2, "a rule's segments at their maximum");
+  const f = { name: 'f', project: 'p', type: 'boolean', description: null, tags: [], isArchived: false, variants: [], environments: ['e'], dependencies: [], createdAt: '', updatedAt: '' } as Flag;
+  const rule = { id: 'r', priority: 1, conditions: [], segments: ['a', 'b', 'c'], allocations: [] };
+  const org = { id: 'o', name: 'o', subscriptionActive: true, environments: ['e'], applications: ['p'], killSwitch: [], version: 1 } as Organization;
+  const cond = { field: 'u', operator: '==', value: 1 };
+  const seg = (name: string, n: number) => ({ name, description: null, application: null, conditions: Array(n).fill(cond), createdAt: '', updatedAt: '' });
+  const snap = buildSnapshot(org, [f], new Map([['f', [{ stage: 'e', clientId: null, enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100, rules: [rule], activeFrom: null, activeUntil: null, enrollmentCutoff: null } as FlagConfig]]]), [seg('a', 2), seg('b', 5)]);
+  const stats = resultStats(snap);
+  t.match(stats, { segments: 2, segmentConditions: 5, ruleSegments: 3 }, 'read from the snapshot');
 });
 
 t.test('first: on any list field, and on a connection for its nodes', async (t) => {
