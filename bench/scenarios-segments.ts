@@ -4,7 +4,7 @@
  * `==` condition (bench/paired.ts `paired-segment-rest`). The request is rest-front's, with the
  * same user and context; only the flag differs.
  */
-import { createEvalKey, restEvalRequest, seedBooleanFlags } from './scenarios.js';
+import { BOOLEAN_VARIANTS, createEvalKey, restEvalRequest, seedBooleanFlags } from './scenarios.js';
 import type { Scenario } from './scenario-types.js';
 
 /** Ids of the segment's list: the benchmark's user (`u1`) is the last one. */
@@ -25,15 +25,7 @@ export const SEGMENT_SCENARIOS: Scenario[] = [
       const ids = Array.from({ length: SEGMENT_IDS - 1 }, (_, i) => `bench-user-${i}`);
       ids.push('u1');
       await ctx.api('POST', '/api/segments', { name: 'bench-audience', conditions: [{ field: 'userId', operator: 'in', value: ids }] }, { expect: 201 });
-      await ctx.api('POST', '/api/flags', {
-        name: 'bench-segment-flag',
-        project: 'default',
-        type: 'boolean',
-        variants: [
-          { key: 'on', value: true, valueType: 'boolean' },
-          { key: 'off', value: false, valueType: 'boolean' },
-        ],
-      }, { expect: 201 });
+      await ctx.api('POST', '/api/flags', { name: 'bench-segment-flag', project: 'default', type: 'boolean', variants: BOOLEAN_VARIANTS }, { expect: 201 });
       await ctx.api('POST', '/api/flags/bench-segment-flag/configs', {
         stage: 'production',
         enabled: true,

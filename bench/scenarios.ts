@@ -29,6 +29,12 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** The variants of every benchmark flag. */
+export const BOOLEAN_VARIANTS = [
+  { key: 'on', value: true, valueType: 'boolean' },
+  { key: 'off', value: false, valueType: 'boolean' },
+];
+
 /**
  * Creates `count` boolean flags bench-flag-<i> (variants on/off, project
  * default), each with a production configuration whose single rule sends
@@ -43,10 +49,7 @@ export async function seedBooleanFlags(ctx: ScenarioContext, count: number): Pro
       type: 'boolean',
       description: 'benchmark flag',
       tags: ['bench'],
-      variants: [
-        { key: 'on', value: true, valueType: 'boolean' },
-        { key: 'off', value: false, valueType: 'boolean' },
-      ],
+      variants: BOOLEAN_VARIANTS,
     }, { expect: 201 });
     await ctx.api('POST', `/api/flags/${encodeURIComponent(name)}/configs`, {
       stage: 'production',
