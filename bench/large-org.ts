@@ -171,7 +171,7 @@ export const largeOrg: CustomScenario = {
   name: 'large-org',
   description:
     'An idle node with VEXIL_BENCH_ORG_FLAGS (100,000) flags: a page, a deep page, a search, the full list and GraphQL pages of 1,000 flags ' +
-    'with configurations (median and p95 of VEXIL_BENCH_LARGE_REPS = 10, sent from CPU 1), then the 20-alias document CONTRACT.md 13 refuses ' +
+    'with configurations (median and p95 of VEXIL_BENCH_LARGE_REPS = 10, sent from CPU 1), then the 20-alias document the GraphQL result estimate refuses ' +
     '(time, refused or not, node RSS before/after), and the UI browser test\'s figures when bench/results/ui-100k.json exists.',
   async run(rc) {
     const rows: Measurement[] = [];

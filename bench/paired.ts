@@ -10,7 +10,9 @@
  * Comparisons (B against A):
  * - `ofrep-eval` against `rest-front`: OFREP single ≥ 90 % of REST;
  * - `rest-pool`, `ofrep-pool` and `graphql-batch` (default VEXIL_EVAL_WORKERS) against the same on
- *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 %.
+ *   the front thread only (VEXIL_EVAL_WORKERS=0): the pool never slower, ≥ 95 %;
+ * - `rest-segment` (a rule naming a segment with a 20,000-id `in` list) against `rest-front` (one
+ *   `==` condition): big audiences stay cheap, ≥ 90 %.
  *
  * - with `VEXIL_BENCH_BASE_MAIN=<another build's dist/src/main.js>` instead: REST, OFREP single
  *   and 100-alias GraphQL (default VEXIL_EVAL_WORKERS) of this build against the same on that
@@ -32,6 +34,7 @@ import {
 import type { CustomScenario, RunContext } from './custom-scenario.js';
 import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
+import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
 
 interface Comparison {
   name: string;
@@ -44,7 +47,7 @@ interface Comparison {
 }
 
 const scenario = (name: string): Scenario => {
-  const s = SCENARIOS.find((x) => x.name === name);
+  const s = [...SCENARIOS, ...SEGMENT_SCENARIOS].find((x) => x.name === name);
   if (s === undefined) throw new Error(`paired: no scenario ${name}`);
   return s;
 };
@@ -69,6 +72,13 @@ function comparisons(): Comparison[] {
     { name: 'paired-rest-pool', aim: 0.95, what: 'REST evaluation, default VEXIL_EVAL_WORKERS against 0', a: restFront, b: withPool(restFront, 'rest-pool (default workers)') },
     { name: 'paired-ofrep-pool', aim: 0.95, what: 'OFREP single, default VEXIL_EVAL_WORKERS against 0', a: ofrep, b: withPool(ofrep, 'ofrep-eval (default workers)') },
     { name: 'paired-graphql-pool', aim: 0.95, what: '100-alias GraphQL, default VEXIL_EVAL_WORKERS against 0', a: batchFront, b: withPool(batchFront, 'graphql-batch (default workers)') },
+    {
+      name: 'paired-segment-rest',
+      aim: 0.9,
+      what: "REST evaluation of a rule naming a segment with a 20,000-id in list against rest-front's single == condition, both on the front thread",
+      a: restFront,
+      b: scenario('rest-segment'),
+    },
   ];
 }
 
@@ -158,7 +168,7 @@ export const paired: CustomScenario = {
   name: 'paired',
   description:
     'Interleaved A/B pairs for the few-per-cent aims: OFREP single vs REST (≥ 90 %), and REST, OFREP and 100-alias GraphQL with the ' +
-    'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %); or, with VEXIL_BENCH_BASE_MAIN, this build against another (≥ 97 %); ' +
+    'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %), a 20,000-id segment rule vs one == condition (≥ 90 %); or, with VEXIL_BENCH_BASE_MAIN, this build against another (≥ 97 %); ' +
     'median of --pairs (5) pair ratios, each slice --duration s.',
   async run(rc) {
     const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');

@@ -1,6 +1,6 @@
 /**
  * Every scenario the runner can run by name, in the order `--help` lists them: the load scenarios
- * (scenarios.ts) and then the custom ones (suites.ts and the files of their own).
+ * (scenarios.ts, scenarios-segments.ts) and then the custom ones (suites.ts and the files of their own).
  */
 import { abuse } from './abuse.js';
 import type { CustomScenario } from './custom-scenario.js';
@@ -9,6 +9,7 @@ import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
 import type { Scenario } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
+import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
 import { snapshotMemory } from './snapshot-memory.js';
 import { flagsScaling, propagation, snapshotBuild } from './suites.js';
 
@@ -18,4 +19,4 @@ export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
 export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg];
 
-export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...CUSTOM_SCENARIOS];
+export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

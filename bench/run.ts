@@ -85,7 +85,7 @@ function usage(): string {
     '  --verbose              echo the children\'s output',
     '  --out DIR              results directory (bench/results)',
     'propagation needs DATABASE_URL and NATS_URL in the environment (skipped otherwise).',
-    'Not in default: rest-eval, rest-node-front, rest-metrics-off, abuse, paired, snapshot-memory, and issue 15\'s two (3-5 minutes each on a busy 2-core VM;',
+    'Not in default: rest-eval, rest-node-front, rest-metrics-off, rest-segment, abuse, paired, snapshot-memory, and the two large-organization ones (3-5 minutes each on a busy 2-core VM;',
     '  run together they seed their 100,000 flags once):',
     '  isolation   evaluation p99 with and without an admin loop on a 100,000-flag node, alternating --duration slices;',
     '              VEXIL_BENCH_ISOLATION_SLICES (6) pairs, VEXIL_BENCH_ISOLATION_FRACTION (0.35) of the measured capacity or',

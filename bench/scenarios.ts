@@ -29,6 +29,12 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** The variants of every benchmark flag. */
+export const BOOLEAN_VARIANTS = [
+  { key: 'on', value: true, valueType: 'boolean' },
+  { key: 'off', value: false, valueType: 'boolean' },
+];
+
 /**
  * Creates `count` boolean flags bench-flag-<i> (variants on/off, project
  * default), each with a production configuration whose single rule sends
@@ -43,10 +49,7 @@ export async function seedBooleanFlags(ctx: ScenarioContext, count: number): Pro
       type: 'boolean',
       description: 'benchmark flag',
       tags: ['bench'],
-      variants: [
-        { key: 'on', value: true, valueType: 'boolean' },
-        { key: 'off', value: false, valueType: 'boolean' },
-      ],
+      variants: BOOLEAN_VARIANTS,
     }, { expect: 201 });
     await ctx.api('POST', `/api/flags/${encodeURIComponent(name)}/configs`, {
       stage: 'production',
@@ -260,7 +263,7 @@ export function configWriter(ctx: ScenarioContext, rate: number, flag = 'bench-f
 
 /** The OFREP single evaluation of bench-flag-0: the same user, stage and context as EVAL_BODY. */
 export const OFREP_BODY = '{"context":{"targetingKey":"u1","stage":"production","country":"NL"}}';
-/** Flags of the ofrep-bulk scenario (the issue's 50). */
+/** Flags of the ofrep-bulk scenario. */
 export const OFREP_BULK_FLAGS = 50;
 
 function expectOfrepOn(text: string): string | undefined {
@@ -357,7 +360,7 @@ export const SCENARIOS: Scenario[] = [
   restEval(
     () => ({}),
     'rest-eval',
-    'POST /flags/bench-flag-0 (REST evaluation, SPEC 4.1) with a CanEvaluate key scoped to application ' +
+    'POST /flags/bench-flag-0 (REST evaluation, docs/api.md#evaluation) with a CanEvaluate key scoped to application ' +
       '`default`; the flag\'s production rule (country == NL) matches, answer {"variant":true,"key":"on"}. ' +
       '--flags N boolean flags are seeded so the flag store is not trivially small. VEXIL_EVAL_WORKERS: ' +
       '--eval-workers or the service default.',

@@ -10,7 +10,7 @@
  *    VEXIL_EVAL_HANDOFF=always. For each: VmRSS of the node process (every thread) after the
  *    snapshots loaded, and again after evaluating a spread of distinct flags (a fifth of them, at
  *    most 20,000) over REST, through the workers in the pooled run. The ratio pooled ÷ inline is
- *    the issue's figure (target ≤ 1.5).
+ *    the figure docs/snapshots.md, "Memory", reports (target ≤ 1.5).
  * 2. Store, in a child process (this file run directly): writing a synthetic organization of that
  *    many flags, one-flag changes (µs and bytes each), and what a starting worker costs (messages
  *    posted, then its first evaluation: a lazy compile).

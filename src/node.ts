@@ -23,7 +23,7 @@ import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { ManagementActor } from './management/handle.js';
 import { managementRoutes } from './management/routes.js';
-import { ofrepRoutes } from './features/ofrep/routes.js';
+import { ofrepRoutes } from './ofrep/routes.js';
 import { uiRoutes } from './features/ui/routes.js';
 import { ExchangeContext } from './http/exchange.js';
 import type { Incoming, Reply } from './http/handler.js';

@@ -10,7 +10,7 @@
  *   - a key value (`authenticate`): the evaluation, GraphQL and OFREP evaluation routes, and the
  *     management routes through admission.ts;
  *   - a key id with a check against the key's stored hash (`authenticateKeyId`): the token of an
- *     OFREP event stream (features/ofrep/stream-token.ts reads and verifies it).
+ *     OFREP event stream (ofrep/stream-token.ts reads and verifies it).
  * `admit` takes the found key through 401 → 402 → 429 for both; nothing else decides those.
  *
  * With the client's address (docs/limits.md, "Failed authentications"; auth-failures.ts): every

@@ -164,7 +164,7 @@ input CreateManagementKeyInput {
 type Query {
   """
   The flags the key can read, sorted by name (byte order); the filters and paging of REST GET
-  /api/flags (CONTRACT.md 13). first: 1-1000, absent: every matching flag; after: a flag name.
+  /api/flags (docs/api.md, "Listing and paging"). first: 1-1000, absent: every matching flag; after: a flag name.
   """
   flags(first: Int, after: String, search: String, application: String, type: String, archived: Boolean): [Flag!]
   flag(name: String!): Flag

@@ -62,7 +62,7 @@ export function documentedOperations(): string[] {
 registerOperations({
   'POST /flags/:name': {
     summary: 'Evaluate a flag for a user',
-    description: 'CONTRACT.md 6. Needs a CanEvaluate key with an application scope; charged to the evaluation rate-limit bucket.',
+    description: 'See docs/api.md, "Evaluation", and docs/evaluation.md. Needs a CanEvaluate key with an application scope; charged to the evaluation rate-limit bucket.',
     tags: ['Evaluation'],
     security: MGMT,
     params: { name: 'Flag name' },
@@ -73,9 +73,9 @@ registerOperations({
     errors: [...AUTH_ERRORS, 404, ...BODY_ERRORS, 503],
   },
   'GET /api/flags': {
-    summary: 'List flags: filter, search and page (CONTRACT.md 13)',
+    summary: 'List flags: filter, search and page',
     description:
-      'The flags the key may read (its application scope filters them), sorted by name in byte order, as a bare array. ' +
+      'See docs/api.md, "Listing and paging". The flags the key may read (its application scope filters them), sorted by name in byte order, as a bare array. ' +
       'Unknown or repeated parameters and bad values are 400.',
     tags: ['Flags'],
     security: MGMT,
@@ -148,7 +148,7 @@ registerOperations({
     errors: AUTH_ERRORS,
   },
   'GET /api/keys/self': {
-    summary: 'The calling key\'s own record (never its value), for any valid key (CONTRACT.md 12)',
+    summary: 'The calling key\'s own record (never its value), for any valid key',
     tags: ['Keys'],
     security: MGMT,
     responses: { 200: { description: 'The key record', schema: 'ManagementKey' } },
@@ -212,7 +212,7 @@ registerOperations({
   'POST /api/operator/organizations/:name/admin-keys': {
     summary: 'Issue a new Admin key for an existing organization (operator API)',
     description:
-      'CONTRACT.md 14. Takes no body. A new organization-wide key with Admin, CanRead and CanWrite, audited as `key.create` ' +
+      'See docs/api.md, "Operator API". Takes no body. A new organization-wide key with Admin, CanRead and CanWrite, audited as `key.create` ' +
       'by `{operator: true}`. 409 `QUOTA_EXCEEDED` past VEXIL_MAX_KEYS_PER_ORG.',
     tags: ['Operator'],
     security: ['operatorToken'],
@@ -221,7 +221,7 @@ registerOperations({
     errors: [401, 404, 409, 503],
   },
   'POST /api/graphql': {
-    summary: 'GraphQL (SPEC 4.3, CONTRACT.md 7): every query and mutation',
+    summary: 'GraphQL: every query and mutation',
     description: 'See docs/graphql.md. Field errors answer 200 with `errors[].extensions.{code, status}`; 401, 402, 429 and transport failures are problem+json.',
     tags: ['GraphQL'],
     security: MGMT,
@@ -231,7 +231,7 @@ registerOperations({
     errors: [400, 401, 402, 429, ...BODY_ERRORS, 503],
   },
   'GET /api/audit': {
-    summary: 'The audit log, newest first (CONTRACT.md 11)',
+    summary: 'The audit log, newest first',
     description: 'See docs/audit.md. CanRead; a key with application scope sees only its application\'s events, key events need Admin.',
     tags: ['Audit'],
     security: MGMT,

@@ -96,7 +96,7 @@ export const ProblemSchema = z
     code: z.string().meta({
       description:
         'BAD_REQUEST, UNAUTHENTICATED, PAYMENT_REQUIRED, FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, ' +
-        'QUOTA_EXCEEDED (409: a count limit of CONTRACT.md 14, named in `detail`), PAYLOAD_TOO_LARGE, ' +
+        'QUOTA_EXCEEDED (409: a count limit of docs/limits.md, "Tenancy limits", named in `detail`), PAYLOAD_TOO_LARGE, ' +
         'UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL, UNAVAILABLE',
     }),
   })

@@ -113,7 +113,7 @@ export class NodeMetrics {
     const drain = () => this.evalCounts.drain((reason, n) => this.evaluations.labels(reason).inc(n));
     this.evaluations = new Counter({
       name: 'vexil_evaluations_total',
-      help: 'Flag evaluations served (REST, GraphQL, OFREP), by CONTRACT.md 6 reason code',
+      help: 'Flag evaluations served (REST, GraphQL, OFREP), by reason code (docs/evaluation.md)',
       labelNames: ['reason'],
       registers,
       collect: drain,

@@ -1,5 +1,5 @@
 /**
- * No import circles in src/, bench/ or workers/ (issue "One door per rule", item 4): the relative
+ * No import circles in src/, bench/ or workers/: the relative
  * imports of every .ts file there, type-only ones (`import type`) and re-exports
  * (`export … from`) included, form a graph without strongly connected components. A new import
  * that closes a circle fails here, naming the files of the circle. Shared types go to the module

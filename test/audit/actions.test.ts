@@ -1,5 +1,5 @@
 /**
- * Audit log (CONTRACT.md 11): every action of every transport records exactly one event with the
+ * Audit log (docs/audit.md): every action of every transport records exactly one event with the
  * right actor, target, application, before and after; operator changes land in the changed
  * organization's log; no event ever holds a key value or key hash. Run on PGlite, and on
  * PostgreSQL when DATABASE_URL is set.

@@ -1,4 +1,4 @@
-/** Helpers of the audit-log suites (CONTRACT.md 11): reading the log over REST and GraphQL. */
+/** Helpers of the audit-log suites (docs/audit.md): reading the log over REST and GraphQL. */
 import type { Test } from 'tap';
 import { OPERATOR_TOKEN, type Res, type TestNode } from '../helpers/node.js';
 import { gql } from '../graphql/helpers.js';

@@ -1,5 +1,5 @@
 /**
- * Audit log rules (CONTRACT.md 11) over REST and GraphQL: rejected writes record nothing;
+ * Audit log rules (docs/audit.md) over REST and GraphQL: rejected writes record nothing;
  * visibility (CanRead, application scope, key events for Admin only, organizations apart);
  * paging with before/limit/first; filters; bad parameters are 400; application renames cascade
  * into `application`. PGlite, and PostgreSQL when DATABASE_URL is set.

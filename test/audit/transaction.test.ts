@@ -1,5 +1,5 @@
 /**
- * The audit event and its change commit together (CONTRACT.md 11): when the transaction fails
+ * The audit event and its change commit together (docs/audit.md): when the transaction fails
  * after the audit insert, or the audit insert itself fails, neither the change nor the event is
  * stored. The failures are real database errors, raised by triggers installed in the node's own
  * database: a deferred constraint trigger fails at commit, after every statement of the write,

@@ -1,4 +1,4 @@
-/** Settings (CONTRACT.md 1): validated once; a bad value is refused with a message naming the variable. */
+/** Settings (README.md, "Configuration"): validated once; a bad value is refused with a message naming the variable. */
 import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -60,7 +60,7 @@ t.test('other bad settings name their variable', async (t) => {
   refused(t, { VEXIL_LOG_LEVEL: 'verbose' }, 'VEXIL_LOG_LEVEL');
 });
 
-t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
+t.test('evaluation pool settings', async (t) => {
   const { availableParallelism } = await import('node:os');
   const c = loadConfig({});
   t.equal(c.evalQueueMax, 10_000, 'VEXIL_EVAL_QUEUE_MAX defaults to 10000');
@@ -72,7 +72,7 @@ t.test('evaluation pool settings (CONTRACT.md 8)', async (t) => {
   refused(t, { VEXIL_EVAL_HANDOFF: 'sometimes' }, 'VEXIL_EVAL_HANDOFF');
 });
 
-t.test('slow clients and event streams (CONTRACT.md 14): the contract bounds are the defaults and the most allowed', async (t) => {
+t.test('slow clients and event streams: the documented bounds are the defaults and the most allowed', async (t) => {
   const c = loadConfig({});
   t.same(c.clientTimeouts, { headMs: 10_000, bodyMs: 30_000, idleMs: 120_000 }, 'head 10 s, body 30 s, idle 120 s');
   t.equal(c.sseMaxStreamsPerKey, 1000, 'VEXIL_SSE_MAX_STREAMS_PER_KEY defaults to 1000');

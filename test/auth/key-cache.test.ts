@@ -1,4 +1,4 @@
-/** The 60-second key cache (SPEC 5.5) with an injected clock and a counting fake database. */
+/** The 60-second key cache (docs/api.md, "Keys") with an injected clock and a counting fake database. */
 import t from 'tap';
 import { KeyCache } from '../../src/auth/key-cache.js';
 import { VexilError } from '../../src/domain/errors.js';
@@ -76,7 +76,7 @@ t.test('a looked-up key is served from memory for the TTL, then looked up again'
   t.equal(f.count(), 1, 'no database query within the TTL');
   // The stored key changes behind the cache's back (another node disabled it, bus down).
   f.rows.set('h1', f.row('k1', { disabled: true }));
-  t.equal((await c.lookup('h1'))?.disabled, false, 'the stale record is served until the TTL (SPEC 5.5)');
+  t.equal((await c.lookup('h1'))?.disabled, false, 'the stale record is served until the TTL');
   clock.ms = 60_000;
   t.equal(c.peek('h1'), undefined, 'expired at 60 s');
   t.equal((await c.lookup('h1'))?.disabled, true, 'the fresh record after expiry');
@@ -183,7 +183,7 @@ t.test('known keys and unknown hashes are bounded separately: a flood of bad key
   t.same(c.sizes.known, 0, "invalidateOrg drops the organization's keys");
 });
 
-t.test('a key the database cannot re-check is served VEXIL_KEY_STALE_MAX_MS past its lifetime, then 503 (CONTRACT.md 14)', async (t) => {
+t.test('a key the database cannot re-check is served VEXIL_KEY_STALE_MAX_MS past its lifetime, then 503', async (t) => {
   const { f, c, clock } = cache(60_000, undefined, 300_000);
   f.rows.set('h1', f.row('k1'));
   await c.lookup('h1');

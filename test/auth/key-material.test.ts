@@ -1,4 +1,4 @@
-/** Key values (SPEC 2.1): 64 lowercase hex from a CSPRNG, stored as SHA-256, compared in constant time. */
+/** Key values (docs/api.md, "Keys"): 64 lowercase hex from a CSPRNG, stored as SHA-256, compared in constant time. */
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { digestsEqual, generateKeyValue, hashKey, secretMatches } from '../../src/auth/key-material.js';

@@ -1,4 +1,4 @@
-/** Permission and scope helpers (SPEC 5, CONTRACT.md 4): pure checks, FORBIDDEN on failure. */
+/** Permission and scope helpers (docs/api.md, "Keys"): pure checks, FORBIDDEN on failure. */
 import t, { type Test } from 'tap';
 import {
   has,

@@ -1,4 +1,4 @@
-/** Token buckets (CONTRACT.md 1, 7) with an injected clock: burst, refill, Retry-After, debt. */
+/** Token buckets (docs/api.md, "Order of checks"; docs/graphql.md, "Rate limiting") with an injected clock: burst, refill, Retry-After, debt. */
 import t from 'tap';
 import { RateLimiter } from '../../src/ratelimit/token-bucket.js';
 

@@ -1,5 +1,5 @@
 /**
- * Chaos (issue 16 item 3, docs/chaos.md): three node processes on one PostgreSQL database and a
+ * Chaos (docs/chaos.md): three node processes on one PostgreSQL database and a
  * nats-server of the test's own, under writes spread across the nodes and evaluations on every
  * node, while a fault is injected every 10-13 s in rotation:
  *   kill-node  SIGKILL a node, restart it on the same port

@@ -1,5 +1,5 @@
 /**
- * Bus trust, membership (CONTRACT.md 14, issue 16 item 5): heartbeats forged under made-up node
+ * Bus trust, membership: heartbeats forged under made-up node
  * ids, published straight onto the bus (real NATS, a subject of the test's own), are not counted
  * (the database confirms node ids, docs/cluster.md "Bus trust"), so they do not divide any key's
  * rate limit between phantom nodes.

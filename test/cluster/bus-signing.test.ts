@@ -1,5 +1,5 @@
 /**
- * Bus trust with VEXIL_CLUSTER_SECRET (CONTRACT.md 14, issue 16 item 5): real nodes sign every
+ * Bus trust with VEXIL_CLUSTER_SECRET (docs/cluster.md, "Bus trust"): real nodes sign every
  * message and propagate within a second; unsigned (heartbeats included), wrongly signed, expired
  * and replayed messages published straight onto the bus are dropped and counted in
  * vexil_bus_rejected_total, by reason, on /metrics.

@@ -1,5 +1,5 @@
 /**
- * Bus trust (CONTRACT.md 14, issue 16 item 5): messages only tell a node where to look. Forged,
+ * Bus trust (docs/cluster.md, "Bus trust"): messages only tell a node where to look. Forged,
  * replayed and malformed messages are published straight onto the bus (real NATS, a subject of the
  * test's own) next to real nodes on real PostgreSQL, and every check goes through HTTP: no node
  * serves a version or data the database does not hold, the next real write still propagates,
@@ -34,7 +34,7 @@ t.test('without a secret: forged, replayed and malformed messages mislead no nod
     }
   })();
 
-  // 1. The issue's attack: a change one version ahead. Before, every node then claimed that
+  // 1. A forged change one version ahead (docs/cluster.md, "Bus trust"). Before, every node then claimed that
   // version and skipped the real write that followed as stale.
   const change = (version: number, touches: unknown) => ({ kind: 'change', change: { orgId: org.id, version, touches } });
   await tap.publish(BusTap.envelope(change(org.version + 1, { flag: 'shared' })));

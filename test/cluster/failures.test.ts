@@ -1,5 +1,6 @@
 /**
- * Failure behaviour (issue 4 item 4) and the cluster-wide rate limit (item 5), on real PostgreSQL
+ * Failure behaviour (docs/cluster.md, "When NATS is down", "When PostgreSQL is down") and the
+ * cluster-wide rate limit ("Rate limits across nodes"), on real PostgreSQL
  * with a private nats-server that the test may stop and restart.
  */
 import t from 'tap';
@@ -82,7 +83,7 @@ t.test('PostgreSQL unreachable: evaluations keep serving, writes answer 503, not
   t.same(names, ['f', 'g'], 'exactly the flags that were acknowledged');
 });
 
-t.test('PostgreSQL unreachable for longer than VEXIL_KEY_STALE_MAX_MS: a key that cannot be re-checked is refused (CONTRACT.md 14)', { skip }, async (t) => {
+t.test('PostgreSQL unreachable for longer than VEXIL_KEY_STALE_MAX_MS: a key that cannot be re-checked is refused', { skip }, async (t) => {
   const { proxy, databaseUrl } = await postgresBehindProxy(t);
   const n = await startTestNode(t, {
     databaseUrl,

@@ -1,5 +1,5 @@
 /**
- * OFREP across two nodes on one PostgreSQL and one NATS (CONTRACT 9): a stream on one node gets
+ * OFREP across two nodes on one PostgreSQL and one NATS (docs/ofrep.md): a stream on one node gets
  * `refetchEvaluation` within 1 s of a change written on the other; the bulk ETag is the same on
  * both nodes for the same data, key and context; a key disabled on one node ends its stream on
  * the other. Runs when DATABASE_URL and NATS_URL are set.

@@ -1,5 +1,5 @@
 /**
- * The evaluation pool under hostile or unlucky input (issue 7, CONTRACT.md 8): one request never
+ * The evaluation pool under hostile or unlucky input (docs/cluster.md, "Worker pool"): one request never
  * changes another's answer, one organization's stale snapshot never holds up another's, and a full
  * pool refuses with 503 + Retry-After instead of queueing without bound. Every check goes through
  * real HTTP to a real node whose pool is forced on (VEXIL_EVAL_HANDOFF=always).

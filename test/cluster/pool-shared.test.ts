@@ -1,5 +1,5 @@
 /**
- * One snapshot per node, shared (issue 8 item 1): the workers read the flag data the front thread
+ * One snapshot per node, shared (docs/snapshots.md): the workers read the flag data the front thread
  * wrote once into shared memory (src/snapshots/shared-store.ts). Through real HTTP to a real node
  * whose pool is forced on: a one-flag change writes that flag's record only, a worker restart
  * re-sends no data, and after many changes and compactions the workers answer exactly what the

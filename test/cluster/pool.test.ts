@@ -1,5 +1,5 @@
 /**
- * The evaluation worker pool (issue 4 item 1): evaluations through Piscina workers answer exactly
+ * The evaluation worker pool (docs/cluster.md, "Worker pool"): evaluations through Piscina workers answer exactly
  * what the front thread answers, see a write in the very next request (read-your-writes), and
  * survive a worker crash.
  */

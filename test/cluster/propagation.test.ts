@@ -1,7 +1,7 @@
 /**
- * Two nodes on one PostgreSQL and one NATS (issue 4): writes on one node reach the other's
+ * Two nodes on one PostgreSQL and one NATS (docs/cluster.md): writes on one node reach the other's
  * evaluations and key cache without a restart; a segment change reaches them as a flag change
- * does (docs/cluster.md), evaluation workers included. Runs when DATABASE_URL and NATS_URL are set.
+ * does, evaluation workers included. Runs when DATABASE_URL and NATS_URL are set.
  */
 import t from 'tap';
 import { evaluate, upsertConfig } from '../helpers/node.js';

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { busCluster, until } from '../helpers/cluster.js';
 import { createFlag, createKey, evaluate, freshPostgresDatabase, randomKey, request, upsertConfig } from '../helpers/node.js';
 import { spawnNode } from '../helpers/process.js';
+import { createLogger } from '../../src/util/log.js';
 import { flagEvents, inMs, listSchedules, postSchedule, settled, type Client } from '../rest/schedule-helpers.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: cluster suite skipped' : false;
@@ -16,7 +17,10 @@ const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL 
 t.setTimeout(240_000);
 
 t.test('two nodes racing: every schedule due at one moment is applied exactly once, within 1 s', { skip }, async (t) => {
-  const { nodes: [a, b] } = await busCluster(t, 2);
+  // Both nodes log (debug) each schedule they apply and each they find taken by the other.
+  const lines: string[] = [];
+  const log = createLogger('debug', {}, (line) => lines.push(line));
+  const { nodes: [a, b] } = await busCluster(t, 2, { VEXIL_LOG_LEVEL: 'debug' }, { log });
   const key = a.adminKey;
   const flags = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
   for (const f of flags) {
@@ -61,6 +65,10 @@ t.test('two nodes racing: every schedule due at one moment is applied exactly on
   // Exactly once in the database too: one applied row each, and the organization's version moved once per change.
   const rows = await a.node.runtime.db.query<{ status: string; n: number }>(`select status, count(*)::int as n from schedules group by status`);
   t.same(rows, [{ status: 'applied', n: 7 }], 'seven schedules, each applied once');
+  const said = (msg: string) => lines.filter((l) => JSON.parse(l).msg === msg).length;
+  t.equal(said('schedule applied'), 7, 'the two nodes applied seven changes between them');
+  t.notOk(lines.some((l) => l.includes(key) || l.includes(ek)), 'no key value in either node\'s log');
+  t.comment(`${said('schedule taken by another node')} times a node found a schedule the other had taken`);
 });
 
 t.test('a schedule whose time passes while its only node is down is applied when it starts', { skip }, async (t) => {

@@ -1,4 +1,4 @@
-/** The pure size-limit checks (CONTRACT.md 14): limits are passed in, defaults are the documented ones. */
+/** The pure size-limit checks (docs/limits.md, "Tenancy limits"): limits are passed in, defaults are the documented ones. */
 import t from 'tap';
 import {
   checkConfigLimits,
@@ -30,6 +30,7 @@ t.test('defaults are the documented ones', async (t) => {
   t.same(DEFAULT_TENANCY_LIMITS, {
     maxFlagsPerOrg: 200000, maxKeysPerOrg: 1000, maxConfigsPerFlag: 100, maxRulesPerConfig: 200,
     maxConditionsPerRule: 50, maxVariantsPerFlag: 100, maxValueBytes: 32768, maxSegmentsPerOrg: 1000, maxSegmentValues: 20000,
+    maxPendingSchedulesPerFlag: 100, maxPendingSchedulesPerOrg: 10000,
   });
 });
 

@@ -14,7 +14,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 // ---------------------------------------------------------------------------------------------
 // Precedence: every terminal condition can be switched on independently ("faults"); the engine
-// must answer the first one in CONTRACT 6 order.
+// must answer the first one in the order of docs/evaluation.md, "Order".
 // ---------------------------------------------------------------------------------------------
 
 const ORDER = [

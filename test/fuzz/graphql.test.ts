@@ -1,5 +1,5 @@
 /**
- * GraphQL fuzzing against a running node (issue 7): documents assembled from the schema's fields
+ * GraphQL fuzzing against a running node (docs/limits.md, "Fuzzing"): documents assembled from the schema's fields
  * with generated arguments, aliases, fragments and nesting, random text, and generated variables
  * (deep and wide ones included). Every answer keeps harness.ts's invariants: no 5xx but a
  * documented 503, transport errors problem+json, every GraphQL error with `extensions.code` and

@@ -1,5 +1,5 @@
 /**
- * Fuzz harness (issue 7): generated requests against a real node, several at a time, and the
+ * Fuzz harness (docs/limits.md, "Fuzzing"): generated requests against a real node, several at a time, and the
  * invariants every answer must keep. Case counts scale with VEXIL_FUZZ_SCALE (1 in CI: 20,000+
  * cases in total; `VEXIL_FUZZ_SCALE=50 npx tap test/fuzz` is the 1,000,000-case long run), and
  * VEXIL_FUZZ_SEED replays a run (the seed is printed).
@@ -45,7 +45,7 @@ export async function send(base: string, s: Sent, timeoutMs = 15_000): Promise<G
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', text, json };
 }
 
-/** The answer's problems, empty when it keeps every invariant (CONTRACT.md 5, 7, 8). */
+/** The answer's problems, empty when it keeps every invariant (docs/api.md, "Errors"; docs/graphql.md, "Errors"; docs/limits.md). */
 export function violations(s: Sent, g: Got, graphql: boolean): string[] {
   const out: string[] = [];
   if (g.status >= 500 && g.status !== 503) out.push(`HTTP ${g.status}`);

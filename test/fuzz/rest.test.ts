@@ -1,5 +1,5 @@
 /**
- * REST fuzzing against a running node (issue 7): generated methods, paths, query strings, headers
+ * REST fuzzing against a running node (docs/limits.md, "Fuzzing"): generated methods, paths, query strings, headers
  * and bodies. Every answer keeps the invariants of harness.ts (no 5xx but a documented 503, every
  * error problem+json, no hang, the node alive), and a rejected write changes nothing: after each,
  * the organization's flags, configurations, keys and settings are read back and compared.

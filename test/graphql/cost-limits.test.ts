@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 13 over real HTTP: the GraphQL result estimate (`VEXIL_GRAPHQL_MAX_RESULT`), the
+ * Large answers (docs/limits.md, "Large answers") over real HTTP: the GraphQL result estimate (`VEXIL_GRAPHQL_MAX_RESULT`), the
  * mutation cap and its token charging (`VEXIL_GRAPHQL_MAX_MUTATIONS`), and the answer-size bound
  * of every route (`VEXIL_MAX_ANSWER_BYTES`): 400 naming the way to page, never a 500.
  */

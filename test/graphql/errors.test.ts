@@ -1,5 +1,5 @@
 /**
- * Error entries (SPEC 7.2): how execute.ts maps what graphql-jit reports to
+ * Error entries (docs/graphql.md, "Errors"): how execute.ts maps what graphql-jit reports to
  * `{message, path, extensions: {code, status}}`, including the codes no HTTP scenario reaches on
  * purpose (UNAVAILABLE, INTERNAL) and failures that are not VexilErrors.
  */

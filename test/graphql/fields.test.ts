@@ -1,6 +1,6 @@
 /**
- * Every field of the GraphQL schema (CONTRACT.md 7), queries and mutations, through real HTTP;
- * every error code of SPEC 7.2 reached on purpose; the Any and DateTime scalars; aliases; serial
+ * Every field of the GraphQL schema (docs/graphql.md, "Fields and permissions"), queries and mutations, through real HTTP;
+ * every error code of docs/graphql.md, "Errors", reached on purpose; the Any and DateTime scalars; aliases; serial
  * mutations with a failing middle one; reads after writes in the same document.
  */
 import { getNamedType, isInputObjectType, isObjectType, parse, TypeInfo, visit, visitWithTypeInfo } from 'graphql';
@@ -84,7 +84,7 @@ t.test('createFlag returns every Flag field; flag, flags, flagEnvironments read 
   t.same(read.body.data?.flag, withoutConfigs, 'flag(name) answers what createFlag answered');
   t.same(read.body.data?.flagEnvironments, ['production']);
 
-  // Paging and search (CONTRACT.md 13; more in test/rest/flag-paging.test.ts).
+  // Paging and search (docs/graphql.md, "Paging and searching the flag list"; more in test/rest/flag-paging.test.ts).
   const paged = await gql(n, admin, `{
     p1: flagConnection(first: 1) { nodes { name } pageInfo { endCursor hasNextPage } totalCount }
     p2: flagConnection(first: 1, after: "checkout") { nodes { name } pageInfo { endCursor hasNextPage } totalCount }
@@ -249,7 +249,7 @@ t.test('deleteFlag', async (t) => {
   t.same(gone.body.data, { flag: null, flags: [{ name: 'checkout' }] });
 });
 
-t.test('every SPEC 7.2 error code on purpose; the failed field is null and its siblings answer', async (t) => {
+t.test('every GraphQL error code on purpose; the failed field is null and its siblings answer', async (t) => {
   const reader = await createKey(n, { permissions: ['CanRead'], application: 'default' });
   const evaluator = await createKey(n, { permissions: ['CanEvaluate'], application: 'default', environment: 'production' });
   const orgWideEvaluator = await createKey(n, { permissions: ['CanEvaluate'] });
@@ -386,7 +386,7 @@ t.test('the bootstrap admin key cannot evaluate (no CanEvaluate): FORBIDDEN, not
   expectFieldError(t, r, ['evaluate'], 'FORBIDDEN');
 });
 
-t.test('viewer and explainEvaluation (CONTRACT.md 12) answer the org-wide admin key', async (t) => {
+t.test('viewer and explainEvaluation answer the org-wide admin key', async (t) => {
   const r = await gql(n, admin, `{
     viewer { id name permissions application environment disabled createdAt rotatedAt }
     explainEvaluation(key: "checkout", userId: "u", stage: "production", context: {}, clientId: null) {
@@ -455,6 +455,30 @@ t.test('segments: createSegment, updateSegment, deleteSegment, segments, segment
   t.equal((await gql(n, admin, 'mutation { upsertFlagConfig(name: "gql-seg-flag", input: {stage: "production", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100, rules: []}) { stage } }')).body.data?.upsertFlagConfig?.stage, 'production');
   t.same((await gql(n, admin, 'mutation { deleteSegment(name: "gql-beta") }')).body, { data: { deleteSegment: true } });
   t.same((await gql(n, admin, '{ segments { name } }')).body, { data: { segments: [{ name: 'gql-all' }] } });
+});
+
+t.test('scheduled changes: scheduleFlagChange, Flag.schedules, cancelSchedule, AuditEvent.scheduleId', async (t) => {
+  const at = new Date(Date.now() + 60_000).toISOString();
+  const made = await gql(n, admin, `mutation {
+    createFlag(input: {name: "sched", project: "default", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name }
+    upsertFlagConfig(name: "sched", input: {stage: "production", clientId: "c1", enabled: true, defaultVariantKey: "on", rolloutPercentage: 100}) { stage }
+    a: scheduleFlagChange(name: "sched", input: {at: "${at}", stage: "production", clientId: "c1", enabled: null,
+      config: {stage: "production", clientId: "c1", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100}}) { id status }
+    b: scheduleFlagChange(name: "sched", input: {at: "${at}", stage: "production", clientId: "c1", enabled: false}) { id }
+  }`);
+  t.notOk(made.body.errors, 'no errors');
+  const id = made.body.data?.a.id;
+  const read = await gql(n, admin, `{ flag(name: "sched") { schedules {
+    id flag at stage clientId enabled config { stage clientId defaultVariantKey } createdBy { keyId keyName } status appliedAt error
+  } } }`);
+  t.match(read.body.data?.flag.schedules.find((s: { id: string }) => s.id === id), {
+    id, flag: 'sched', at, stage: 'production', clientId: 'c1', enabled: null, config: { stage: 'production', clientId: 'c1', defaultVariantKey: 'off' },
+    createdBy: { keyId: String, keyName: 'admin' }, status: 'pending', appliedAt: null, error: null,
+  });
+  const cancel = await gql(n, admin, `mutation { cancelSchedule(name: "sched", id: "${id}") }`);
+  t.same(cancel.body, { data: { cancelSchedule: true } });
+  const log = await gql(n, admin, '{ auditLog(target: "sched", first: 1) { action scheduleId } }');
+  t.same(log.body.data?.auditLog, [{ action: 'schedule.cancel', scheduleId: null }], 'only a scheduled change names its schedule');
 });
 
 t.test('every output field and every input field of the schema was exercised above', async (t) => {

@@ -34,7 +34,7 @@ type Asserts = Pick<Test, 'equal' | 'match' | 'same' | 'notOk'>;
 const STATUS: Record<string, number> = { BAD_REQUEST: 400, FORBIDDEN: 403, NOT_FOUND: 404, CONFLICT: 409, INTERNAL: 500, UNAVAILABLE: 503 };
 
 /**
- * Asserts one error entry at `path` with `code` and the status SPEC 7.2 gives it (none for
+ * Asserts one error entry at `path` with `code` and the status docs/graphql.md, "Errors", gives it (none for
  * AUTH_NOT_AUTHORIZED), and that the field at that path is null.
  */
 export function expectFieldError(t: Asserts, res: Res<GqlBody>, path: (string | number)[], code: string, what = ''): GqlError | undefined {

@@ -1,5 +1,5 @@
 /**
- * GraphQL limits (SPEC 8, CONTRACT.md 1 and 7): nesting depth (fragments expanded, introspection
+ * GraphQL limits (docs/graphql.md, "Limits" and "Rate limiting"): nesting depth (fragments expanded, introspection
  * counted), the evaluation cap, the compiled-query cache, and rate-limit charging: the first token
  * by permission, every further `evaluate` to the evaluation bucket, over-limit documents costing
  * only the first token.

@@ -1,6 +1,6 @@
 /**
- * The GraphQL result estimate (src/graphql/result-estimate.ts, CONTRACT.md 13): its rules per
- * list field, `first` on lists and connections (on a copy of the schema with CONTRACT.md 13's
+ * The GraphQL result estimate (src/graphql/result-estimate.ts; docs/graphql.md, "Limits"): its rules per
+ * list field, `first` on lists and connections (on a copy of the schema with the flag list's
  * paging fields), mutations growing lists, the snapshot's list maxima, and a property test: on
  * generated documents against small generated organizations, never below the number of values
  * the executed result really holds.
@@ -18,7 +18,8 @@ import { createLogger } from '../../src/util/log.js';
 
 const STATS: ResultStats = {
   flags: 100_000, variants: 2, tags: 1, environments: 3, dependencies: 0, dependencyVariants: 0, configs: 1, rules: 1, conditions: 1,
-  allocations: 1, orgEnvironments: 3, orgApplications: 1, killSwitch: 0, managementKeys: 1000, largest: 100_000,
+  allocations: 1, ruleSegments: 2, orgEnvironments: 3, orgApplications: 1, killSwitch: 0, segments: 40, segmentConditions: 3,
+  managementKeys: 1000, largest: 100_000,
 };
 
 const estimate = (q: string, variables: Record<string, unknown> | null = null, stats = STATS, schema: GraphQLSchema = vexilSchema()) => {
@@ -36,7 +37,7 @@ t.test('rules per list field', async (t) => {
   t.equal(estimate('{ a: flags { name } b: flags { name } }'), 200_000, 'aliases count');
   // Per flag: name, project, tags 1, variants 2 × 2, configs 1 × (stage, enabled, rules 1 × (id, 3, 2)) = 15.
   t.equal(estimate(attack(1)), 1_500_000);
-  t.equal(estimate(attack(20)), 30_000_000, "the issue's 20-alias document: 30,000,000");
+  t.equal(estimate(attack(20)), 30_000_000, '20 aliases of a full flags selection: 30,000,000');
   t.equal(estimate('{ flags { ...F ... on Flag { tags } } } fragment F on Flag { name variants { key } }'), 100_000 * (1 + 2 + 1), 'fragments expanded');
   t.equal(estimate('{ flags { ...F ...F } } fragment F on Flag { name }'), 200_000, 'a fragment counts at every spread');
   t.equal(estimate('{ flag(name: "x") { name tags variants { key value valueType } } }'), 1 + 1 + 2 * 3, 'a single flag: its lists at their maxima');
@@ -56,8 +57,22 @@ t.test('rules per list field', async (t) => {
   t.equal(resultViolation(200_000, 200_000), null, 'at the limit: allowed');
 });
 
+t.test('segments: the organization\'s segments, their conditions, a rule\'s segment names', async (t) => {
+  t.equal(estimate('{ segments { name conditions { field operator value } } }'), 40 * (1 + 3 * 3), 'segments × (name + conditions × 3)');
+  t.equal(estimate('{ segment(name: "s") { name conditions { field } } }'), 1 + 3);
+  t.equal(estimate('{ flag(name: "x") { configs { rules { segments } } } }'), 2, "a rule's segments at their maximum");
+  const f = { name: 'f', project: 'p', type: 'boolean', description: null, tags: [], isArchived: false, variants: [], environments: ['e'], dependencies: [], createdAt: '', updatedAt: '' } as Flag;
+  const rule = { id: 'r', priority: 1, conditions: [], segments: ['a', 'b', 'c'], allocations: [] };
+  const org = { id: 'o', name: 'o', subscriptionActive: true, environments: ['e'], applications: ['p'], killSwitch: [], version: 1 } as Organization;
+  const cond = { field: 'u', operator: '==', value: 1 };
+  const seg = (name: string, n: number) => ({ name, description: null, application: null, conditions: Array(n).fill(cond), createdAt: '', updatedAt: '' });
+  const snap = buildSnapshot(org, [f], new Map([['f', [{ stage: 'e', clientId: null, enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100, rules: [rule], activeFrom: null, activeUntil: null, enrollmentCutoff: null } as FlagConfig]]]), [seg('a', 2), seg('b', 5)]);
+  const stats = resultStats(snap);
+  t.match(stats, { segments: 2, segmentConditions: 5, ruleSegments: 3 }, 'read from the snapshot');
+});
+
 t.test('first: on any list field, and on a connection for its nodes', async (t) => {
-  // CONTRACT.md 13's paging fields are in the real schema.
+  // The flag list's paging fields (docs/graphql.md, "Paging and searching the flag list") are in the real schema.
   const paged = buildSchema(typeDefs);
   t.ok(paged.getType('FlagConnection'), 'the test schema has the connection');
   const est = (q: string, v: Record<string, unknown> | null = null) => estimate(q, v, STATS, paged);

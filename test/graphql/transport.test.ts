@@ -1,5 +1,5 @@
 /**
- * POST /api/graphql transport (issue 3, SPEC 4.3 / 5 / 7.2, CONTRACT.md 7): methods, media types,
+ * POST /api/graphql transport (docs/graphql.md, "Transport" and "Errors"): methods, media types,
  * body shape and size, 401 / 402 before the query is read, request-level GraphQL errors,
  * introspection over POST, and graphql-http's GraphQL-over-HTTP audits.
  */
@@ -170,8 +170,8 @@ t.test("graphql-http's GraphQL-over-HTTP audits: every MUST passes", async (t) =
     t.equal(r.status, 'ok', `${r.id} ${r.name}${r.status === 'ok' ? '' : `: ${(r as { reason?: string }).reason}`}`);
   }
   // The SHOULD / MAY audits that do not pass are the ones docs/graphql.md lists with the reason:
-  // GET requests (SPEC 4.3 rule 1: POST only) and application/graphql-response+json with 4xx
-  // request errors (SPEC 7.2 rule 1: every request that reaches GraphQL answers 200).
+  // GET requests (POST only) and application/graphql-response+json with 4xx
+  // request errors (every request that reaches GraphQL answers 200; docs/graphql.md, "Transport").
   const documented = new Set(['5A70', 'D6D5', '6A70', '22EB', '865D', '556A', '51FE', '74FF', '86EE']);
   const others = results.filter((r) => !r.name.startsWith('MUST') && r.status !== 'ok' && !documented.has(r.id));
   t.same(others.map((r) => `${r.id} ${r.name}`), [], 'no other SHOULD or MAY audit fails');

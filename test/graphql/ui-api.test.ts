@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 12, the GraphQL pieces of the admin web UI, over real HTTP:
+ * The GraphQL pieces of the admin web UI (docs/api.md, "Admin web UI"), over real HTTP:
  * - `viewer`: the calling key's own record for any valid key, never its value;
  * - `explainEvaluation`: CanRead with the read scope rules (org-wide keys included), always a
  *   reason, charged to the management bucket and not counted as an `evaluate` field.

@@ -1,9 +1,9 @@
 /**
- * CONTRACT.md 8 failed-authentication budget (VEXIL_RATE_LIMIT_AUTH_FAILURES) over real HTTP: every
+ * The failed-authentication budget (VEXIL_RATE_LIMIT_AUTH_FAILURES; docs/limits.md) over real HTTP: every
  * 401 spends one unit of the client address's budget; past it, 429 RATE_LIMITED with Retry-After
  * and no key lookup (the negative cache does not grow); a key this node already authenticated is
  * still served from that address; the budget refills. The operator token and the /metrics token
- * (CONTRACT.md 14) spend the same budget. Then the AuthFailureBudget itself.
+ * spend the same budget. Then the AuthFailureBudget itself.
  */
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
@@ -96,7 +96,7 @@ function metricsFrom(url: string, localAddress: string, token: string): Promise<
 }
 
 for (const front of ['uws', 'node'] as const) {
-  t.test(`${front} front: a wrong /metrics token spends the same budget (CONTRACT.md 14); past it even the right token waits`, async (t) => {
+  t.test(`${front} front: a wrong /metrics token spends the same budget; past it even the right token waits`, async (t) => {
     const token = 'metrics-token-for-the-budget-test';
     const n = await startTestNode(t, {
       env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5', VEXIL_METRICS_TOKEN: token, ...(front === 'node' ? { VEXIL_HTTP_FRONT: 'node' } : {}) },

@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 8 context limits: the pure counting function, then REST and GraphQL (literal,
+ * Evaluation context limits (docs/limits.md, "Evaluation contexts"): the pure counting function, then REST and GraphQL (literal,
  * variable, literal with a nested variable, variable default) over real HTTP, with the worker pool,
  * and a 200,000-deep context that must get 400 rather than a crash.
  */
@@ -16,7 +16,7 @@ const nest = (d: number): unknown => {
 };
 const deepText = (d: number) => '['.repeat(d) + ']'.repeat(d);
 
-t.test('counting (CONTRACT.md 8)', async (t) => {
+t.test('counting', async (t) => {
   t.match(measureContext({}, L), { depth: 1, values: 1, exceeded: null }, 'the context object is depth 1 and one value');
   t.match(measureContext({ a: { b: 1 } }, L), { depth: 2, values: 3, exceeded: null }, '{"a": {"b": 1}} has depth 2, 3 values');
   t.match(measureContext({ a: [1, 2, [3]], b: 'x', c: null }, L), { depth: 3, values: 8, exceeded: null }, 'arrays nest and count; keys do not');

@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 8 `VEXIL_GRAPHQL_MAX_FIELDS`: field selections counted as executed (fragments at every
+ * `VEXIL_GRAPHQL_MAX_FIELDS` (docs/limits.md, "GraphQL documents"): field selections counted as executed (fragments at every
  * spread, aliases, __typename, introspection), checked before validation; over it one BAD_REQUEST
  * and nothing runs. The standard introspection query and 100 full `evaluate` aliases stay under.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 7 item 1: the graphql-jit marker check is linear. `hasJitMarker` answers exactly what the
+ * The graphql-jit marker check is linear (docs/limits.md, "GraphQL documents"). `hasJitMarker` answers exactly what the
  * old regular expression answers (property-tested against it), and the work it does, counted in
  * character inspections, stays within a constant times the input on the inputs that made the
  * regular expression quadratic. Over HTTP, a marker is still refused and a 100 KiB literal of

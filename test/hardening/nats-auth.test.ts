@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 8: NATS_URL may carry credentials. Each case starts a private nats-server on a free
+ * NATS_URL may carry credentials (docs/limits.md, "NATS"). Each case starts a private nats-server on a free
  * port that demands them (`--user/--pass`, `--auth` token); a node with the right credentials joins
  * the bus (`/healthz` says `bus: up`), one with wrong credentials does not, and the credentials
  * never appear in the node's logs. `natsTarget` lifts credentials out of the URL (pure).

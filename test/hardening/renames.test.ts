@@ -1,5 +1,5 @@
 /**
- * Issue 7 item 5: renaming an application or environment rewrites key scopes, and every node's key
+ * Renames (docs/limits.md, "Renames"): renaming an application or environment rewrites key scopes, and every node's key
  * cache follows at once: a scoped key that was cached under the old name works with the new name
  * right away, on the node that renamed and on another node (PostgreSQL + a private NATS).
  */

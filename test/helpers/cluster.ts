@@ -10,6 +10,7 @@ import net from 'node:net';
 import { connect, headers, type NatsConnection } from 'nats';
 import type { Test } from 'tap';
 import { SIGNATURE_HEADER } from '../../src/cluster/wire.js';
+import type { StartOptions } from '../../src/node.js';
 import postgres from 'postgres';
 import { createFlag, createKey, evaluate, freshPostgresDatabase, request, startTestNode, upsertConfig, type TestNode } from './node.js';
 
@@ -182,6 +183,8 @@ export async function busCluster(
   t: { teardown(fn: () => unknown): void },
   count: number,
   env: Record<string, string> = {},
+  /** Start options for every node (a logger, say); the bus subject is the test's own. */
+  start: StartOptions = {},
 ): Promise<{ nodes: TestNode[]; subject: string; databaseUrl: string }> {
   const db = await freshPostgresDatabase();
   t.teardown(db.drop);
@@ -189,7 +192,7 @@ export async function busCluster(
   const all = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000', ...env };
   const nodes: TestNode[] = [];
   for (let i = 0; i < count; i++) {
-    nodes.push(await startTestNode(t, { databaseUrl: db.url, adminKey: nodes[0]?.adminKey, env: all, start: { busSubject: subject } }));
+    nodes.push(await startTestNode(t, { databaseUrl: db.url, adminKey: nodes[0]?.adminKey, env: all, start: { ...start, busSubject: subject } }));
   }
   return { nodes, subject, databaseUrl: db.url };
 }

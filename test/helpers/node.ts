@@ -205,7 +205,7 @@ export function evaluate(n: TestNode, key: string, flag: string, body: Record<st
 
 // ---- fixtures: problem+json, operator API, key values (auth/keys/operator suites) ---------------
 
-/** A Management Key value: 64 lowercase hex characters (SPEC 2.1). */
+/** A Management Key value: 64 lowercase hex characters (docs/api.md, "Keys"). */
 export const HEX64 = /^[0-9a-f]{64}$/;
 /** Any 64-hex run inside a larger text (used to prove a response or log never carries a key value). */
 export const HEX64_ANYWHERE = /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/;
@@ -214,7 +214,7 @@ export const HEX64_ANYWHERE = /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/;
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
 
 /**
- * Asserts an RFC 9457 problem (CONTRACT.md 5): the status, content type
+ * Asserts an RFC 9457 problem (docs/api.md, "Errors"): the status, content type
  * application/problem+json, and a body {type, title, status, detail, code} with the given code.
  */
 /**
@@ -239,7 +239,7 @@ export function expectProblem(
   if (what instanceof RegExp) t.match(res.body?.detail, what, 'problem.detail names the cause');
 }
 
-/** A call to the operator API (CONTRACT.md 3). `token: null` sends no token. */
+/** A call to the operator API (docs/api.md, "Operator API"). `token: null` sends no token. */
 export function operatorRequest(n: TestNode, method: string, path: string, body?: unknown, token: string | null = OPERATOR_TOKEN) {
   return n.req(method, `/api/operator${path}`, { body, headers: token === null ? {} : { 'x-operator-token': token } });
 }

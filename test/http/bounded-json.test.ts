@@ -1,5 +1,5 @@
 /**
- * `boundedJson` (src/util/bounded-json.ts, CONTRACT.md 13): byte for byte JSON.stringify's text,
+ * `boundedJson` (src/util/bounded-json.ts; docs/limits.md, "Large answers"): byte for byte JSON.stringify's text,
  * property-tested with fast-check, and an answer past its bound stops there with
  * AnswerTooLargeError.
  */

@@ -1,7 +1,7 @@
 /**
  * Both HTTP fronts (native uWebSockets.js and the node:http fallback) serve the same exchange:
  * routing, 404/405 with Allow, declared headers, client address, bodies and the 1 MiB cap, 204,
- * streamed answers, and graceful shutdown (CONTRACT.md 8). Every check runs on each front.
+ * streamed answers, and graceful shutdown (README.md, "Health checks"). Every check runs on each front.
  */
 import t from 'tap';
 import type { Route } from '../../src/http/router.js';

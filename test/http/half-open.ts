@@ -1,5 +1,5 @@
 /**
- * Thousands of half-open connections (CONTRACT.md 14), one front per suite (half-open-uws and
+ * Thousands of half-open connections (docs/limits.md, "Slow clients"), one front per suite (half-open-uws and
  * half-open-node, each within the per-file time limit): 2,000 sockets that sent half a request
  * head, and 200 that sent a head and half a body, are held while evaluations go on; each
  * evaluation is still answered promptly (a generous bound, not a benchmark), and the head and body

@@ -1,5 +1,5 @@
 /**
- * `npm start`'s process on SIGTERM and SIGINT (CONTRACT.md 8): an in-flight request is answered
+ * `npm start`'s process on SIGTERM and SIGINT (README.md, "Health checks"): an in-flight request is answered
  * with `Connection: close`, and the process exits with status 0.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Slow clients (CONTRACT.md 14) on both fronts, over raw sockets: a connection that has not sent a
+ * Slow clients (docs/limits.md, "Slow clients") on both fronts, over raw sockets: a connection that has not sent a
  * whole head within the head timeout, or a whole body within the body timeout of its head, is
  * closed; an idle keep-alive connection is closed after the idle timeout. Requests in time, a
  * connection kept busy, and an open event stream are not.

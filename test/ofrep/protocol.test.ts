@@ -1,5 +1,5 @@
 /**
- * OFREP on the wire (CONTRACT 9), with real requests to a live node: OFREP error shapes (never
+ * OFREP on the wire (docs/ofrep.md), with real requests to a live node: OFREP error shapes (never
  * problem+json), the permission / subscription / rate-limit rules of POST /flags/{name}, the bulk
  * answer's contents, and its ETag (what changes it and what does not).
  */
@@ -225,7 +225,7 @@ t.test('single evaluation through the worker pool answers as on the front thread
   t.ok(pooled.node.runtime.pool!.itemsSent > 0, 'the pooled node evaluated in its workers');
 });
 
-t.test('VEXIL_PUBLIC_URL is the base of the event-stream URL (CONTRACT.md 9)', async (t) => {
+t.test('VEXIL_PUBLIC_URL is the base of the event-stream URL', async (t) => {
   const n = await startNode(t, { env: { VEXIL_PUBLIC_URL: 'https://flags.example.com/' } });
   const org = await createOrg(n, ['development', 'production'], ['web']);
   const ek = await evalKey(n, org.adminKey, 'web');

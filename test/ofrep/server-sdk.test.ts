@@ -1,7 +1,7 @@
 /**
- * OFREP single evaluation (CONTRACT 9) through the real, published clients: `@openfeature/server-sdk`
+ * OFREP single evaluation (docs/ofrep.md) through the real, published clients: `@openfeature/server-sdk`
  * with `@openfeature/ofrep-provider`, against a live node. Every flag type, every reason code of
- * CONTRACT 6 with its mapped OFREP reason and `metadata.reasonCode`, unknown flags, a missing
+ * docs/evaluation.md with its mapped OFREP reason and `metadata.reasonCode`, unknown flags, a missing
  * targeting key, a bad key and a 429 that the provider honours. Outcomes without a variant leave
  * `value` out: checked on the wire, and the client falls back to its code default.
  */

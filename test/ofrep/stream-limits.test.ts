@@ -1,7 +1,7 @@
 /**
- * OFREP event streams under CONTRACT.md 14, on both fronts: past VEXIL_SSE_MAX_STREAMS_PER_KEY
+ * OFREP event stream limits (docs/ofrep.md, "The event stream"), on both fronts: past VEXIL_SSE_MAX_STREAMS_PER_KEY
  * open streams of one key on a node, one more is 429 RATE_LIMITED (in OFREP's `{errorDetails}`
- * shape, as every error of the OFREP routes, CONTRACT.md 9; Retry-After);
+ * shape, as every error of the OFREP routes, docs/ofrep.md, "Answers"; Retry-After);
  * a closed stream frees its place; other keys are not affected. Every open stream's key is read
  * again from the database every VEXIL_SSE_KEY_RECHECK_MS, so a key disabled, rotated or deleted in the
  * database without its message reaching the node (here: written straight to the database, past
@@ -51,7 +51,7 @@ for (const front of ['uws', 'node'] as const) {
       t.same(streams.map((s) => s.status), Array(MAX).fill(200), `${MAX} streams open`);
       const over = await openSse(url);
       t.equal(over.status, 429, `stream ${MAX + 1}: 429`);
-      // RATE_LIMITED in OFREP's error shape, as every error of the OFREP routes (CONTRACT.md 9).
+      // RATE_LIMITED in OFREP's error shape, as every error of the OFREP routes (docs/ofrep.md, "Answers").
       t.match(over.headers.get('content-type') ?? '', /^application\/json/, 'JSON');
       const error = JSON.parse(over.text);
       t.same(Object.keys(error), ['errorDetails'], "OFREP's {errorDetails}");

@@ -1,5 +1,5 @@
 /**
- * The OFREP event stream (CONTRACT 9) on one node: `refetchEvaluation` within 1 s of a change to a
+ * The OFREP event stream (docs/ofrep.md, "The event stream") on one node: `refetchEvaluation` within 1 s of a change to a
  * flag of the key's application (and of organization settings such as the kill switch), nothing
  * for other applications' flags, token checks, and streams that end when their key is disabled,
  * rotated or deleted, after which reconnecting gets 401.

@@ -1,5 +1,5 @@
 /**
- * OFREP bulk evaluation through the published browser clients (CONTRACT 9): @openfeature/web-sdk
+ * OFREP bulk evaluation through the published browser clients (docs/ofrep.md): @openfeature/web-sdk
  * with @openfeature/ofrep-web-provider, bundled with esbuild and run in headless Chromium
  * (playwright-core, Debian's /usr/bin/chromium) against a live node. Initial values, a change
  * picked up through the SSE stream without polling, and a 304 on an unchanged poll. The page is

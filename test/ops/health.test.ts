@@ -1,5 +1,5 @@
 /**
- * /livez, /readyz, /healthz (CONTRACT.md 10): ready while the database answers, 503 problem+json
+ * /livez, /readyz, /healthz (README.md, "Health checks"): ready while the database answers, 503 problem+json
  * when PostgreSQL is cut (a real TCP cut, as the cluster failure suite does) and during shutdown;
  * the database check costs at most one query per second however often it is probed.
  */

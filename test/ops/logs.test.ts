@@ -1,5 +1,5 @@
 /**
- * Logs (CONTRACT.md 10): JSON lines from pino, one access line per request at debug with the route
+ * Logs (README.md, "Logs"): JSON lines from pino, one access line per request at debug with the route
  * template, status, duration and request id; never a key value, token or evaluation context, even
  * at debug through a full scenario of keys created, rotated, evaluations and errors.
  */

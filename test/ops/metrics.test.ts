@@ -1,5 +1,5 @@
 /**
- * GET /metrics (CONTRACT.md 10), scraped over real HTTP and read with a Prometheus text parser:
+ * GET /metrics (README.md, "Metrics"), scraped over real HTTP and read with a Prometheus text parser:
  * counters move by exactly what the test did, evaluations are counted by reason whichever thread
  * ran them (worker counts survive a worker's death), labels carry no flag name, user id or key.
  */
@@ -53,7 +53,7 @@ t.test('front thread: REST and GraphQL evaluations, requests and durations by ro
   t.equal(s1.families.get(EVALS)?.type, 'COUNTER');
 });
 
-t.test('explainEvaluation is not evaluation traffic (CONTRACT.md 12)', async (t) => {
+t.test('explainEvaluation is not evaluation traffic', async (t) => {
   const n = await startTestNode(t);
   await seed(t, n);
   const s0 = await scrape(n);

@@ -1,5 +1,5 @@
 /**
- * GET /api/openapi.json (CONTRACT.md 10): a valid OpenAPI 3.1 document (checked by
+ * GET /api/openapi.json (README.md, "API description"): a valid OpenAPI 3.1 document (checked by
  * @apidevtools/swagger-parser) whose operations are exactly the routes the node serves (taken from
  * its route tables), with request bodies from the zod schemas that validate them; real responses
  * match the documented response schemas.
@@ -47,7 +47,7 @@ t.test('the document is valid OpenAPI 3.1 and covers exactly the served routes',
     if (HAS_BODY[rt.method] && !bodyless) t.ok(op.requestBody?.content?.['application/json']?.schema?.$ref, `${rt.method} ${rt.pattern} documents its body`);
     for (const [status, resp] of Object.entries<any>(op.responses)) {
       if (Number(status) < 400 && status !== 'default') continue;
-      // OFREP answers errors in its own shapes (CONTRACT.md 9); the UI's 404 is a plain problem.
+      // OFREP answers errors in its own shapes (docs/ofrep.md, "Answers"); the UI's 404 is a plain problem.
       if (rt.pattern.startsWith('/ofrep/')) t.match(resp.content?.['application/json']?.schema?.$ref, /^#\/components\/schemas\/Ofrep/, `${rt.pattern} ${status} uses an OFREP error shape`);
       else if (rt.pattern.startsWith('/ui') || rt.pattern === '/') t.ok(resp, `${rt.pattern} ${status} documented`);
       else t.match(resp.$ref, /^#\/components\/responses\/Problem/, `${rt.pattern} ${status} is problem+json`);
@@ -122,6 +122,14 @@ t.test('real responses match the documented response schemas', async (t) => {
   check(S.OrganizationSchema.strict(), (await n.req('PATCH', '/api/operator/organizations/doc-org', { body: { subscriptionActive: false }, headers: { 'x-operator-token': OPERATOR_TOKEN } })).body, 'operator patch');
   check(S.ProblemSchema.strict(), (await n.req('GET', '/api/flags/nope', { key: n.adminKey })).body, 'a problem');
   check(S.GraphQLResponseSchema, (await n.req('POST', '/api/graphql', { key: n.adminKey, body: { query: '{ flags { name } nope: flag(name: "x") { name } }' } })).body, 'GraphQL');
+  const segment = S.NAMED_SCHEMAS.Segment as z.ZodObject;
+  const seg = await n.req('POST', '/api/segments', { key: n.adminKey, body: { name: 'doc-seg', conditions: [{ field: 'plan', operator: 'in', value: ['a'] }] } });
+  check(segment.strict(), seg.body, 'POST /api/segments 201');
+  check(segment.strict(), (await n.req('GET', '/api/segments/doc-seg', { key: n.adminKey })).body, 'GET /api/segments/{name}');
+  check(segment.strict(), (await n.req('PUT', '/api/segments/doc-seg', { key: n.adminKey, body: { description: 'd' } })).body, 'PUT /api/segments/{name}');
+  check(z.array(segment.strict()).length(1), (await n.req('GET', '/api/segments', { key: n.adminKey })).body, 'GET /api/segments');
+  const segRule = await upsertConfig(n, 'doc-flag', { rules: [{ priority: 1, conditions: [], segments: ['doc-seg'], allocations: [{ variantKey: 'on', percentage: 100 }] }] });
+  check(S.FlagConfigSchema.strict(), segRule.body, 'a configuration whose rule names a segment');
   check(z.array(S.AuditEventSchema.strict()).min(1), (await n.req('GET', '/api/audit', { key: n.adminKey })).body, 'GET /api/audit');
   check(S.LiveSchema.strict(), (await n.req('GET', '/livez')).body, '/livez');
   check(S.ReadySchema.strict(), (await n.req('GET', '/readyz')).body, '/readyz');

@@ -1,4 +1,4 @@
-/** x-request-id (CONTRACT.md 10 logs): every answer carries one; a sane client id is honoured. */
+/** x-request-id (docs/api.md, "Operations"; README.md, "Logs"): every answer carries one; a sane client id is honoured. */
 import t from 'tap';
 import { startTestNode } from '../helpers/node.js';
 

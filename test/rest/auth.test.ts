@@ -1,5 +1,5 @@
 /**
- * Authentication order on every REST call (SPEC 5, 7.1; CONTRACT.md 3, 5): a missing, malformed,
+ * Authentication order on every REST call (docs/api.md, "Order of checks"): a missing, malformed,
  * unknown or disabled key is 401 UNAUTHENTICATED; then an organization without subscription is 402
  * PAYMENT_REQUIRED; then the rate limit (test/rest/ratelimit.test.ts); then permission and scope
  * 403 FORBIDDEN. When several apply at once, the first in that order decides. Every rejected write
@@ -24,8 +24,8 @@ import {
 // Several real nodes per file (PGlite start-up is seconds each): more than tap's default 120 s on a busy machine.
 t.setTimeout(300_000);
 
-// Hundreds of deliberate 401s from one address: the failed-authentication budget (CONTRACT.md 8,
-// tested in test/hardening/auth-failures.test.ts) is lifted like the key rate limits.
+// Hundreds of deliberate 401s from one address: the failed-authentication budget (docs/limits.md,
+// "Failed authentications"; tested in test/hardening/auth-failures.test.ts) is lifted like the key rate limits.
 const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '100000', VEXIL_RATE_LIMIT_AUTH_FAILURES: '100000' };
 
 const validConfig = { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 };

@@ -1,5 +1,5 @@
 /**
- * Bad input over REST (CONTRACT 5; SPEC 2.3, 7.1): validation 400s of create, update and config
+ * Bad input over REST (docs/api.md, "Errors", "Request bodies" and "Flags"): validation 400s of create, update and config
  * upsert, unknown fields, wrong JSON types, and transport failures (413, 400 for bodies that are
  * not JSON objects or not UTF-8, 415, 405 with Allow, 404). Every rejected write is followed by
  * reading the flag and the organization's flag state back: nothing may have changed.
@@ -435,7 +435,7 @@ t.test('bad input over REST', async (t) => {
         t.same(got, [...allow].sort(), `Allow: ${allow.join(', ')}`);
       });
     }
-    t.test('/ redirects to the web UI (CONTRACT.md 12); other methods there are 405', async (t) => {
+    t.test('/ redirects to the web UI; other methods there are 405', async (t) => {
       const r = await fetch(`${n.url}/`, { redirect: 'manual' });
       t.equal(r.status, 302);
       t.equal(r.headers.get('location'), '/ui/');

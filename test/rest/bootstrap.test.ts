@@ -1,5 +1,5 @@
 /**
- * First start (CONTRACT.md 2): an empty database gets organization `default` (subscription
+ * First start (README.md, "Quick start"): an empty database gets organization `default` (subscription
  * active, environments development and production, application default) and one org-wide key with
  * Admin, CanRead and CanWrite. Its value is VEXIL_BOOTSTRAP_ADMIN_KEY when set (idempotent across
  * restarts), otherwise a fresh key printed once on standard output and never again.

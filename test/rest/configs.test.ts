@@ -1,5 +1,5 @@
 /**
- * Stage configurations over REST: `POST /api/flags/{name}/configs` (SPEC 2.3, 4.2; CONTRACT 5):
+ * Stage configurations over REST: `POST /api/flags/{name}/configs` (docs/api.md, "Flags"):
  * the FlagConfig answered, rule ids, replace-on-upsert, clientId configurations, the 409 for an
  * environment the flag does not use, and the CanWrite environment scope.
  */
@@ -57,7 +57,7 @@ t.test('stage configurations over REST', async (t) => {
     t.ok(r2.id.length > 0, 'generated id for rule 2');
     t.not(r0.id, r2.id, 'generated ids are distinct');
     t.equal(r1.id, 'my-rule', 'given id kept');
-    t.same(r0, { id: r0.id, priority: 2, conditions: [{ field: 'country', operator: '==', value: 'NL' }], allocations: [{ variantKey: 'on', percentage: 100 }] });
+    t.same(r0, { id: r0.id, priority: 2, conditions: [{ field: 'country', operator: '==', value: 'NL' }], segments: [], allocations: [{ variantKey: 'on', percentage: 100 }] });
     t.same(r1.conditions[1], { field: 'beta', operator: '==', value: null }, 'absent condition value is null');
     t.same(r1.allocations, [{ variantKey: 'on', percentage: 25 }, { variantKey: 'off', percentage: 75 }]);
 

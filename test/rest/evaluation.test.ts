@@ -1,5 +1,5 @@
 /**
- * Evaluation over REST, `POST /flags/{name}` (SPEC 4.1, 5; CONTRACT 6 step 1, 12, 13): the order
+ * Evaluation over REST, `POST /flags/{name}` (docs/api.md, "Evaluation"; docs/evaluation.md): the order
  * of the 400/404/403/404 checks, key scopes, `explain`, targeting, and deterministic rollout.
  */
 import { existsSync } from 'node:fs';

@@ -31,7 +31,7 @@ export interface Org {
 let orgCounter = 0;
 
 /**
- * A fresh organization through the operator API (CONTRACT 3), so that each test gets its own
+ * A fresh organization through the operator API (docs/api.md, "Operator API"), so that each test gets its own
  * isolated flag namespace and the applications / environments it needs.
  */
 export async function createOrg(
@@ -94,7 +94,7 @@ export function must<T extends Res>(t: TapTest, r: T, status: number, what: stri
 }
 
 /**
- * An RFC 9457 problem (CONTRACT 5): HTTP status, `application/problem+json`, and the body's
+ * An RFC 9457 problem (docs/api.md, "Errors"): HTTP status, `application/problem+json`, and the body's
  * `status`, `code`, `type`, `title`, `detail`.
  */
 export { expectProblem };

@@ -1,5 +1,5 @@
 /**
- * Flag-list paging (CONTRACT.md 13) on PostgreSQL, when DATABASE_URL is set (skipped with the
+ * Flag-list paging (docs/api.md, "Listing and paging") on PostgreSQL, when DATABASE_URL is set (skipped with the
  * reason printed otherwise). The database is created with an ICU collation, in which `order by
  * name` is not byte order ('b_1' < 'b-1' < 'b.1' < 'b1', 'a' < 'A' < 'B'): the list must still sort by byte order,
  * on the node that wrote the flags (its index follows one-flag changes) and on a second node that

@@ -1,5 +1,5 @@
 /**
- * Paging and search of the flag list (CONTRACT.md 13) over real HTTP: REST `GET /api/flags` with
+ * Paging and search of the flag list (docs/api.md, "Listing and paging") over real HTTP: REST `GET /api/flags` with
  * `limit`, `after`, `q`, `application`, `type`, `archived`, its `X-Total-Count` and `Link`
  * headers, and GraphQL `flags(...)` / `flagConnection(...)`, which must answer the same.
  *

@@ -1,5 +1,5 @@
 /**
- * Flag management over REST (SPEC 4.2, 7.1; CONTRACT 5): list, get, create, update, archive,
+ * Flag management over REST (docs/api.md, "Flags" and "Errors"): list, get, create, update, archive,
  * delete, every 409, permissions and application scope. One node for the file; each subtest
  * works in its own organization (operator API) so that states never mix.
  */
@@ -30,7 +30,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 t.test('flag management over REST', async (t) => {
   const n = await startNode(t);
 
-  t.test('create answers 201 with the Flag object of CONTRACT 7', async (t) => {
+  t.test('create answers 201 with the Flag object', async (t) => {
     const org = await createOrg(n, ['development', 'staging', 'production'], ['web', 'billing']);
     const r = await postFlag(n, org.adminKey, 'checkout.v2-new_flow', {
       description: 'New checkout',
@@ -92,7 +92,7 @@ t.test('flag management over REST', async (t) => {
     t.same(j.body.variants[0].value, { limit: 5, nested: [1, 'x', null] });
     t.equal(j.body.variants[1].value, null);
 
-    // The default organization's environments are development and production (CONTRACT 2).
+    // The default organization's environments are development and production.
     const def = await postFlag(n, n.adminKey, 'default-org-flag', { project: 'default' });
     t.equal(def.status, 201);
     t.same(def.body.environments, ['development', 'production']);

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key (CONTRACT.md 14; src/management/idempotency.ts): repeats answer the first
+ * Idempotency-Key (docs/api.md, "Idempotency-Key"; src/management/idempotency.ts): repeats answer the first
  * answer and write nothing; another request with the same key is 409; answers that carried a key
  * value are never stored (409 naming the key id); across two nodes and a restart (PostgreSQL),
  * across a restart (PGlite).

@@ -1,4 +1,4 @@
-/** CONTRACT.md 12: `GET /api/keys/self` answers any valid key its own record, never its value. */
+/** `GET /api/keys/self` answers any valid key its own record, never its value (docs/api.md, "Key management"). */
 import t from 'tap';
 import { createKey, expectProblem, HEX64_ANYWHERE, randomKey, startTestNode } from '../helpers/node.js';
 

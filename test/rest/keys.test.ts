@@ -1,5 +1,5 @@
 /**
- * Management Keys over REST (SPEC 2.1, 5; CONTRACT.md 4): create, list, rotate, disable, delete;
+ * Management Keys over REST (docs/api.md, "Keys" and "Key management"): create, list, rotate, disable, delete;
  * only org-wide Admin keys manage keys; values are shown once, stored only as SHA-256 hashes, never
  * logged; disable, rotation and deletion stop the old value at once on this node.
  */
@@ -72,7 +72,7 @@ t.test('create answers 201 with the value once; the key works with its permissio
   t.equal(o.status, 201);
   t.match(o.body, { application: null, environment: null, disabled: false });
   t.not(o.body.key, r.body.key, 'every key gets its own value');
-  // An org-wide CanEvaluate key may be created but cannot evaluate (SPEC 4.1 rule 4).
+  // An org-wide CanEvaluate key may be created but cannot evaluate (docs/api.md, "Keys").
   const orgWideEval = await createKey(n, { permissions: ['CanEvaluate'] });
   expectProblem(t, await evaluate(n, orgWideEval, 'f', ev), 403, 'FORBIDDEN', 'org-wide evaluation key');
   // An Admin key made through the API manages keys.
@@ -228,7 +228,7 @@ t.test('keys without Admin, and scoped Admin keys, get 403 on every key endpoint
     'CanEvaluate scoped': await createKey(n, { permissions: ['CanEvaluate'], application: 'default', environment: 'production' }),
   };
   // The API refuses to make a scoped Admin key (400 above); one stored by other means (an older
-  // version, a manual fix) must still not manage keys (CONTRACT.md 4: org-wide keys only).
+  // version, a manual fix) must still not manage keys (docs/api.md, "Keys": org-wide keys only).
   const scopedAdmin = randomKey();
   const org = (await n.node.runtime.db.query<{ id: string }>(`select id from organizations where name = 'default'`))[0].id;
   await n.node.runtime.db.query(

@@ -1,7 +1,7 @@
 /**
- * Operator API (CONTRACT.md 3): organizations and subscriptions behind VEXIL_OPERATOR_TOKEN; 404
+ * Operator API (docs/api.md, "Operator API"): organizations and subscriptions behind VEXIL_OPERATOR_TOKEN; 404
  * when the token is not configured, 401 on a wrong or missing token. Organizations never learn of
- * each other's flags (CONTRACT.md 5).
+ * each other's flags (docs/api.md, "Flags").
  */
 import t from 'tap';
 import {

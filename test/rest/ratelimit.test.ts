@@ -1,5 +1,5 @@
 /**
- * Per-key rate limits (SPEC 7.1, 8; CONTRACT.md 1, 5): every Management Key has an evaluation
+ * Per-key rate limits (docs/api.md, "Order of checks"): every Management Key has an evaluation
  * bucket and a management bucket of VEXIL_RATE_LIMIT_* tokens per second, burst one second's
  * worth. An empty bucket is 429 RATE_LIMITED with Retry-After. The limit comes after 401 and 402
  * and before 403.

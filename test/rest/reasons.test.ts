@@ -1,5 +1,5 @@
 /**
- * All thirteen reason codes of SPEC 2.4 reached through the REST API (CONTRACT 6 steps 2-13),
+ * All thirteen reason codes reached through the REST API (docs/evaluation.md, "Order", steps 2-13),
  * the variant terminal outcomes answer (the configuration's defaultVariantKey, else null/null),
  * and the precedence between them. States are created over REST, except the kill switch: there
  * is no REST endpoint for it yet (GraphQL comes later), so it is written through the service

@@ -1,6 +1,7 @@
 /**
- * Segments and scheduled changes together (CONTRACT.md 15): a scheduled configuration keeps the
- * segments its rules name, as scheduled (REST and GraphQL) and as applied; evaluation follows.
+ * Segments and scheduled changes together (docs/api.md, "Segments" and "Scheduled changes"): a
+ * scheduled configuration keeps the segments its rules name, as scheduled (REST and GraphQL) and
+ * as applied; evaluation follows.
  */
 import t from 'tap';
 import { createFlag, createKey, evaluate, startTestNode, upsertConfig } from '../helpers/node.js';

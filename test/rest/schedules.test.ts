@@ -7,8 +7,12 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createOrg, expectProblem, getFlag, makeKey, must, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
+import { createOrg, expectProblem, getFlag, makeKey, must, OPERATOR_TOKEN, postConfig, postFlag, putFlag, startNode, CONFIG_FIELDS, type TapTest } from './flag-helpers.js';
+import { z } from 'zod';
 import { pgliteCopy, type TestNode } from '../helpers/node.js';
+import { ScheduleSchema } from '../../src/features/schedules/openapi.js';
+import { AuditEventSchema } from '../../src/openapi/schemas.js';
+import { loadConfig } from '../../src/config.js';
 import { cancelSchedule, flagEvents, inMs, listSchedules, postSchedule, SCHEDULE_FIELDS, schedulesPath, settled } from './schedule-helpers.js';
 
 /** The flag with its configurations, its schedules and its audit events: a refused write changes none. */
@@ -55,12 +59,14 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.equal(r.body.config.defaultVariantKey, 'on');
     t.type(r.body.config.rules[0].id, 'string', 'rule ids are fixed when scheduled');
     t.same(Object.keys(r.body.createdBy).sort(), ['keyId', 'keyName']);
+    t.ok(ScheduleSchema.strict().safeParse(r.body).success, 'matches the OpenAPI Schedule schema');
 
     // A later one is listed after it: soonest first.
     const later = must(t, await postSchedule(n, org.adminKey, 'f', { at: inMs(60_000), stage: 'production', enabled: false }), 201, 'later');
     const sooner = must(t, await postSchedule(n, org.adminKey, 'f', { at: inMs(30_000), stage: 'production', enabled: false }), 201, 'sooner');
     const list = must(t, await listSchedules(n, org.adminKey, 'f'), 200, 'list');
     t.same(list.body.map((s: { id: string }) => s.id), [r.body.id, sooner.body.id, later.body.id], 'bare array, soonest first');
+    t.ok(z.array(ScheduleSchema.strict()).safeParse(list.body).success, 'the list matches the OpenAPI schema');
 
     const done = await settled(n, org.adminKey, 'f', r.body.id);
     t.equal(done.status, 'applied');
@@ -83,6 +89,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.same(applied[0].actor, r.body.createdBy, "by the scheduling key");
     t.equal(applied[0].before.defaultVariantKey, 'off');
     t.equal(applied[0].after.defaultVariantKey, 'on');
+    t.ok(AuditEventSchema.strict().safeParse(applied[0]).success, 'the event matches the OpenAPI AuditEvent schema');
     t.notOk(events.filter((e) => e.scheduleId === undefined).some((e) => 'scheduleId' in e), 'other events carry no scheduleId');
   });
 
@@ -144,6 +151,48 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.notOk((await flagEvents(n, org.adminKey, 'k')).some((e) => e.scheduleId === r.body.id), 'no event for a failed change');
   });
 
+  t.test('the key deleted before at: failed, the flag unchanged', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'kd'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'kd'), 200, 'config');
+    const writer = await makeKey(n, org.adminKey, { permissions: ['CanWrite'] });
+    const r = must(t, await postSchedule(n, writer, 'kd', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    t.equal((await n.req('DELETE', `/api/keys/${r.body.createdBy.keyId}`, { key: org.adminKey })).status, 204, 'delete key');
+    const done = await settled(n, org.adminKey, 'kd', r.body.id);
+    t.equal(done.status, 'failed');
+    t.match(done.error, /no longer exists/);
+    t.equal((await getFlag(n, org.adminKey, 'kd')).body.configs[0].enabled, true, 'unchanged');
+  });
+
+  t.test('the subscription ended before at: failed, nothing changes', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'sub'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'sub'), 200, 'config');
+    must(t, await postSchedule(n, org.adminKey, 'sub', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    const patch = (active: boolean) => n.req('PATCH', `/api/operator/organizations/${org.name}`, { headers: { 'x-operator-token': OPERATOR_TOKEN }, body: { subscriptionActive: active } });
+    must(t, await patch(false), 200, 'subscription off');
+    await sleep(1500);
+    must(t, await patch(true), 200, 'subscription on');
+    const [s] = (await listSchedules(n, org.adminKey, 'sub')).body;
+    t.equal(s.status, 'failed');
+    t.match(s.error, /subscription/);
+    t.equal((await getFlag(n, org.adminKey, 'sub')).body.configs[0].enabled, true, 'unchanged');
+  });
+
+  t.test('an environment rename renames it in schedules too; the schedule still applies', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'ren'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'ren'), 200, 'config');
+    const r = must(t, await postSchedule(n, org.adminKey, 'ren', { at: inMs(1000), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100 } }), 201, 'schedule');
+    const g = await n.req('POST', '/api/graphql', { key: org.adminKey, body: { query: 'mutation { renameEnvironment(from: "production", to: "prod") }' } });
+    t.same(g.body, { data: { renameEnvironment: ['development', 'prod'] } });
+    const done = await settled(n, org.adminKey, 'ren', r.body.id);
+    t.equal(done.stage, 'prod');
+    t.equal(done.config.stage, 'prod');
+    t.equal(done.status, 'applied');
+    t.same((await getFlag(n, org.adminKey, 'ren')).body.configs.map((c: { stage: string; defaultVariantKey: string }) => [c.stage, c.defaultVariantKey]), [['prod', 'on']]);
+  });
+
   t.test("the config's variant deleted before at: failed with the validation error, nothing changes", async (t) => {
     const org = await createOrg(n);
     const variants = [
@@ -188,6 +237,19 @@ t.test('scheduled changes on the embedded database', async (t) => {
     expectProblem(t, await listSchedules(n, k, 'missing'), 404, 'NOT_FOUND');
     const raw = await n.req('POST', schedulesPath('b'), { key: k, raw: '[1]', headers: { 'content-type': 'application/json' } });
     expectProblem(t, raw, 400, 'BAD_REQUEST');
+  });
+
+  t.test('Idempotency-Key: a repeated schedule request answers the first schedule and stores one', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 'idem'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 'idem'), 200, 'config');
+    const body = { at: inMs(60_000), stage: 'production', enabled: false };
+    const send = () => n.req('POST', schedulesPath('idem'), { key: org.adminKey, body, headers: { 'idempotency-key': 'sched-1' } });
+    const first = must(t, await send(), 201, 'first');
+    const again = must(t, await send(), 201, 'repeat');
+    t.same(again.body, first.body, 'the same schedule');
+    t.equal(again.headers.get('idempotent-replayed'), 'true');
+    t.equal((await listSchedules(n, org.adminKey, 'idem')).body.length, 1, 'one stored');
   });
 
   t.test('scopes: CanRead lists but cannot schedule; an environment-scoped key schedules only its environment', async (t) => {
@@ -263,6 +325,10 @@ t.test('scheduled changes on the embedded database', async (t) => {
 });
 
 t.test('pending schedules are bounded per flag and per organization (409 QUOTA_EXCEEDED)', async (t) => {
+  for (const k of ['VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG', 'VEXIL_MAX_PENDING_SCHEDULES_PER_ORG']) {
+    t.throws(() => loadConfig({ [k]: '0' }), new RegExp(`Invalid setting ${k}`), `${k}=0 refused at start`);
+    t.throws(() => loadConfig({ [k]: 'lots' }), new RegExp(k), `${k}=lots refused at start`);
+  }
   const n = await startNode(t, { env: { VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG: '2', VEXIL_MAX_PENDING_SCHEDULES_PER_ORG: '3' } });
   const org = await createOrg(n);
   for (const f of ['x', 'y']) {

@@ -1,5 +1,5 @@
 /**
- * Tenancy limits and write scopes (CONTRACT.md 14) over real HTTP, REST and GraphQL:
+ * Tenancy limits and write scopes (docs/limits.md, "Tenancy limits") over real HTTP, REST and GraphQL:
  * - count limits (flags, keys, configurations): at the limit a write succeeds, one over is 409
  *   QUOTA_EXCEEDED naming the setting and its value;
  * - size limits (variants, rules, conditions, value bytes): one over is 400 BAD_REQUEST naming it;
@@ -105,6 +105,8 @@ t.test('config: tenancy limits have their documented defaults and are validated'
     maxValueBytes: 32768,
     maxSegmentsPerOrg: 1000,
     maxSegmentValues: 20000,
+    maxPendingSchedulesPerFlag: 100,
+    maxPendingSchedulesPerOrg: 10000,
   });
   tt.equal(loadConfig({ VEXIL_MAX_FLAGS_PER_ORG: '3' }).tenancyLimits.maxFlagsPerOrg, 3);
   for (const k of Object.keys(LIMITS)) {

@@ -1,5 +1,5 @@
 /**
- * Serving the admin web UI (issue 11, CONTRACT.md 12) over real HTTP: redirects, the single-page
+ * Serving the admin web UI (docs/api.md, "Admin web UI") over real HTTP: redirects, the single-page
  * app's index.html for every path under /ui/, hashed assets cached for a year as immutable, an
  * uncached index.html, content types, a strict CSP, brotli or gzip by Accept-Encoding, and the
  * bundle size budget (150 KiB gzipped in all).

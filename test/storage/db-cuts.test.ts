@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 14: no cut database connection ends the process. A real `node dist/src/main.js`
+ * No cut database connection ends the process (docs/storage.md). A real `node dist/src/main.js`
  * (so a crash is an exit) runs writes and reads while its PostgreSQL connections are cut hundreds
  * of times, by `pg_terminate_backend` and by a TCP proxy dropping every socket. postgres.js 3.4.9
  * unpatched fails here with `TypeError: Cannot read properties of null (reading 'write')`

@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md 14 on PostgreSQL: VEXIL_DB_STATEMENT_TIMEOUT_MS bounds a statement, a write's wait
+ * Database timeouts on PostgreSQL (docs/storage.md): VEXIL_DB_STATEMENT_TIMEOUT_MS bounds a statement, a write's wait
  * for its organization's lock (503 UNAVAILABLE + Retry-After, nothing written) and a transaction
  * left idle (its locks are released); a COMMIT whose reply is lost answers what really happened
  * (src/storage/postgres.ts).

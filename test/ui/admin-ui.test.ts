@@ -38,7 +38,7 @@ async function run(t: Test) {
   const text = (p: Page, sel: string) => p.locator(sel).innerText();
   type Role = Parameters<Page['getByRole']>[0];
   /**
-   * CONTRACT.md 12: each control has exactly this accessible name (case-sensitive, whole string;
+   * Each control has exactly this accessible name (case-sensitive, whole string;
    * a hint belongs in the description, not the name).
    */
   const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
@@ -89,7 +89,7 @@ async function run(t: Test) {
     t.notMatch(page.url(), n.adminKey, 'not in the URL');
     await page.getByRole('row', { name: /search-v2/ }).waitFor();
     await exactNames(t, [['searchbox', 'Search flags'], ['button', 'New flag'], ['link', 'search-v2']]);
-    t.equal(await page.locator('.count').innerText(), '3 flags', 'the total (CONTRACT.md 13)');
+    t.equal(await page.locator('.count').innerText(), '3 flags', 'the total');
     await axe(t, 'the flags list');
   });
 
@@ -199,7 +199,7 @@ async function run(t: Test) {
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     await page.getByRole('button', { name: 'New key' }).click();
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('web-eval');
-    // CONTRACT.md 12, 13: a permission checkbox is named by the permission alone, its hint is its description.
+    // A permission checkbox is named by the permission alone, its hint is its description.
     const hints: Record<string, RegExp> = { CanEvaluate: /evaluate flags/, CanRead: /read flags/, CanWrite: /change flags/, Admin: /manage keys/ };
     for (const [p, hint] of Object.entries(hints)) {
       const box = page.getByRole('checkbox', { name: p, exact: true });

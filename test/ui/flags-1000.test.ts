@@ -1,5 +1,5 @@
 /**
- * The flags page with 1,000 flags (issue 11; CONTRACT.md 13): the page of flags renders in under a
+ * The flags page with 1,000 flags (README.md, "Web UI"): the page of flags renders in under a
  * second in Chromium, measured in the browser from the click on "Flags" to the page's rows in the
  * document and the next frame; the total is shown; walking every page with "Next page" shows each
  * of the 1,000 flags exactly once, in the server's order; a search typed quickly goes to the server

@@ -1,5 +1,5 @@
 /**
- * The admin UI stays usable at 100,000 flags (CONTRACT.md 13): bench/seed.ts fills a PGlite data
+ * The admin UI stays usable at 100,000 flags (README.md, "Web UI"): bench/seed.ts fills a PGlite data
  * directory with 100,000 flags (once, into a template in the OS temp directory; each run starts on a
  * copy), a node starts on it, and Chromium signs in. Measured in the browser:
  * - from the click on "Sign in" to the first flag row in the document and the next frame (target
@@ -25,7 +25,7 @@ import { browserUnavailable, openBrowser, screenshot, seriousViolations } from '
 const FLAGS = 100_000;
 const PREFIX = 'bench-flag-';
 const PAGE = 50;
-/** Targets of CONTRACT.md 13 / the brief, and what is asserted on a shared CI machine. */
+/** Targets (README.md, "Web UI"), and what is asserted on a shared CI machine. */
 const LIMITS = { firstRowMs: 3000, searchMs: 1000, heapMB: 100 };
 
 const unavailable = browserUnavailable();

@@ -1,10 +1,11 @@
 /**
- * The admin UI for segments and scheduled changes (CONTRACT.md 15, issue 18 item 5) in a real
- * browser against a real node: the Segments page (create, edit with the condition editor, delete,
- * and a delete refused while a rule uses the segment), a rule choosing a segment and the REST
- * evaluation changing because of it, and a flag's schedules (an on/off change applied a few
- * seconds later, a whole-configuration change, cancelling, the server's 400 and 409 in words),
- * with axe-core on each page. Screenshots: segments, rule-segment, schedules.
+ * The admin UI for segments and scheduled changes (docs/api.md, "Segments" and "Scheduled
+ * changes"; README, "Web UI") in a real browser against a real node: the Segments page (create,
+ * edit with the condition editor, delete, and a delete refused while a rule uses the segment), a
+ * rule choosing a segment and the REST evaluation changing because of it, and a flag's schedules
+ * (an on/off change and a whole configuration applied a few seconds later, cancelling, the
+ * server's 400, 404 and 409 in words), with axe-core on each page. Screenshots: segments,
+ * rule-segment, schedules, schedule-config, flag-schedules.
  */
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -35,7 +36,7 @@ async function run(t: Test) {
     tt.same(v.map((x) => `${x.id} (${x.impact}): ${x.help} at ${x.nodes.map((nd) => nd.target.join(' ')).join(', ')}`), [], `axe: no serious or critical violation on ${what}`);
   };
   type Role = Parameters<Page['getByRole']>[0];
-  /** CONTRACT.md 12: each control has exactly this accessible name. */
+  /** Each control has exactly this accessible name (a hint belongs in the description, not the name). */
   const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
     for (const [role, name] of controls) tt.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
   };

@@ -100,7 +100,7 @@ export async function gql<T>(query: string, variables?: Record<string, unknown>,
   return r.data;
 }
 
-// ---- shapes (CONTRACT.md 7) ------------------------------------------------------------------
+// ---- shapes (docs/graphql.md) ----------------------------------------------------------------
 
 import type { FlagConfig, Flag as ServerFlag, ManagementKey as ServerKey } from '../../src/domain/types';
 
@@ -130,12 +130,12 @@ export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPe
 export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType }
   environments dependencies { flag variants } createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
-/** Segments (CONTRACT.md 15). */
+/** Segments (docs/api.md, "Segments"). */
 export const SEGMENT_FIELDS = 'name description application conditions { field operator value } createdAt updatedAt';
-/** A flag's scheduled changes (CONTRACT.md 15): the configuration as CONFIG_FIELDS selects it. */
+/** A flag's scheduled changes (docs/api.md, "Scheduled changes"): the configuration as CONFIG_FIELDS selects it. */
 export const SCHEDULE_FIELDS = `id flag at stage clientId enabled config { ${CONFIG_FIELDS} } createdBy { keyId keyName } status appliedAt error`;
 
-// ---- what the key may do (CONTRACT.md 12: viewer) ---------------------------------------------
+// ---- what the key may do (GraphQL `viewer`; docs/api.md, "Admin web UI") ----------------------
 
 export interface Abilities {
   read: boolean;
@@ -156,7 +156,7 @@ export function abilitiesOf(k: ManagementKey): Abilities {
   };
 }
 
-// ---- pages of flags from the server (CONTRACT.md 13) -----------------------------------------
+// ---- pages of flags from the server (docs/graphql.md, "Paging and searching the flag list") --
 
 /** Filters of `flagConnection`: absent or empty values do not filter. */
 export interface FlagFilter {

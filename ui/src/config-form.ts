@@ -10,7 +10,7 @@ export { OPERATORS };
 
 export interface ConditionDraft { field: string; operator: string; value: string }
 export interface AllocationDraft { variantKey: string; percentage: string }
-/** `segments`: names of segments the context must be in besides the conditions (CONTRACT.md 15). */
+/** `segments`: names of segments the context must be in besides the conditions (docs/api.md, "Segments"). */
 export interface RuleDraft { id: string | null; priority: string; conditions: ConditionDraft[]; segments: string[]; allocations: AllocationDraft[] }
 export interface ConfigDraft {
   stage: string;

@@ -8,7 +8,7 @@ export interface Session {
   can: Abilities;
   environments: string[];
   applications: string[];
-  /** The server's schema has the audit log (CONTRACT.md 11). */
+  /** The server's schema has the audit log (docs/audit.md). */
   hasAudit: boolean;
   /** Reloads environments and applications after a change. */
   refreshOrg: () => Promise<void>;

@@ -3,6 +3,7 @@ import { admitKey, admittedKey } from '../../auth/admission.js';
 import { jsonObjectBody } from '../../http/exchange.js';
 import type { Route } from '../../http/router.js';
 import type { Runtime } from '../../runtime.js';
+import { namedResourceRoutes } from '../resource-routes.js';
 import { LIST_HEADERS, listFlagsReply } from './list-route.js';
 import * as flags from './service.js';
 
@@ -16,33 +17,12 @@ export function flagRoutes(rt: Runtime): Route[] {
       management,
       handler: (inc) => listFlagsReply(rt, admittedKey(rt, inc), inc),
     },
-    {
-      method: 'post',
-      pattern: '/api/flags',
-      management,
-      handler: async (inc) => ({ status: 201, body: await flags.createFlag(rt, admittedKey(rt, inc), jsonObjectBody(inc)) }),
-    },
-    {
-      method: 'get',
-      pattern: '/api/flags/:name',
-      management,
-      handler: (inc) => ({ status: 200, body: flags.getFlagWithConfigs(admittedKey(rt, inc), inc.params[0]) }),
-    },
-    {
-      method: 'put',
-      pattern: '/api/flags/:name',
-      management,
-      handler: async (inc) => ({ status: 200, body: await flags.updateFlag(rt, admittedKey(rt, inc), inc.params[0], jsonObjectBody(inc)) }),
-    },
-    {
-      method: 'del',
-      pattern: '/api/flags/:name',
-      management,
-      handler: async (inc) => {
-        await flags.deleteFlag(rt, admittedKey(rt, inc), inc.params[0]);
-        return { status: 204 };
-      },
-    },
+    ...namedResourceRoutes(rt, '/api/flags', {
+      create: flags.createFlag,
+      get: flags.getFlagWithConfigs,
+      update: flags.updateFlag,
+      remove: flags.deleteFlag,
+    }),
     {
       method: 'post',
       pattern: '/api/flags/:name/configs',

@@ -1,7 +1,7 @@
 /** Scheduled changes in the OpenAPI document (docs/api.md#scheduled-changes). */
 import { z } from 'zod';
 import { SCHEDULE_STATUSES } from '../../domain/types.js';
-import { scheduleSchema } from '../../domain/validation.js';
+import { scheduleSchema, upsertConfigSchema } from '../../domain/validation.js';
 import { registerOperations } from '../../openapi/operations.js';
 import { FlagConfigSchema, registerSchemas } from '../../openapi/schemas.js';
 
@@ -21,7 +21,13 @@ export const ScheduleSchema = z.object({
   error: z.string().nullable(),
 });
 
-registerSchemas({ ScheduleInput: scheduleSchema, Schedule: ScheduleSchema });
+// `at` and `config` are checked after the shape (parseDateTime; parseUpsertFlagConfig, that is
+// upsertConfigSchema): documented as what they are checked against.
+const ScheduleInputDoc = scheduleSchema.extend({
+  at: dateTime.meta({ description: 'In the future, at most a year ahead' }),
+  config: upsertConfigSchema.nullable().optional().meta({ description: 'For the same stage and clientId; exactly one of enabled and config' }),
+});
+registerSchemas({ ScheduleInput: ScheduleInputDoc, Schedule: ScheduleSchema });
 
 const MGMT = ['managementKey' as const];
 const AUTH_ERRORS = [400, 401, 402, 403, 429];

@@ -5,7 +5,8 @@
  *
  * Timing: a timer is armed for the soonest pending `at` (read through the partial index on pending
  * schedules, by the database's clock), re-armed whenever this node's data changes (its own writes,
- * bus hints and version polls of other nodes' writes, creating or cancelling a schedule among them),
+ * bus hints and version polls of other nodes' writes, creating or cancelling a schedule among them;
+ * a burst of changes causes one look, CHANGE_COALESCE_MS after the first),
  * and a safety poll reads it again every `SAFETY_POLL_MS` (and at start, so a schedule whose time
  * passed while every node was down is applied then).
  *
@@ -28,6 +29,8 @@ export const SAFETY_POLL_MS = 30_000;
 const BATCH = 100;
 /** A change that failed for a passing reason (the database unavailable) is tried again after this long. */
 const RETRY_MS = 1000;
+/** Changes arriving together (a burst of writes) cause one look, this long after the first. */
+const CHANGE_COALESCE_MS = 50;
 /** A refusal that makes a schedule fail; anything else (UNAVAILABLE, a lost connection) is tried again. */
 const FINAL = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYMENT_REQUIRED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'QUOTA_EXCEEDED']);
 
@@ -36,10 +39,13 @@ class Taken extends Error {}
 
 export class ScheduleRunner {
   private timer: NodeJS.Timeout | null = null;
+  private poke: NodeJS.Timeout | null = null;
   private readonly poll: NodeJS.Timeout;
   private running = false;
   private again = false;
   private stopped = false;
+  /** The last round failed (the database unreachable): one warning per outage, not one per retry. */
+  private failing = false;
 
   constructor(private readonly rt: Runtime) {
     this.poll = setInterval(() => this.run(), SAFETY_POLL_MS);
@@ -53,13 +59,19 @@ export class ScheduleRunner {
 
   /** Something changed (this node's write, another node's): look at the soonest pending schedule again. */
   changed(): void {
-    this.run();
+    if (this.poke !== null || this.stopped) return;
+    this.poke = setTimeout(() => {
+      this.poke = null;
+      this.run();
+    }, CHANGE_COALESCE_MS);
+    this.poke.unref();
   }
 
   stop(): void {
     this.stopped = true;
     clearInterval(this.poll);
     if (this.timer !== null) clearTimeout(this.timer);
+    if (this.poke !== null) clearTimeout(this.poke);
   }
 
   /** One round at a time; a call during a round asks for another one after it. */
@@ -71,8 +83,12 @@ export class ScheduleRunner {
     }
     this.running = true;
     void this.round()
+      .then(() => {
+        this.failing = false;
+      })
       .catch((err) => {
-        this.rt.log.warn('schedule runner round failed; trying again', { err: err as Error });
+        if (!this.failing) this.rt.log.warn('schedule runner round failed; trying again every second', { err: err as Error });
+        this.failing = true;
         this.arm(RETRY_MS);
       })
       .finally(() => {
@@ -110,6 +126,9 @@ export class ScheduleRunner {
       const found = await this.rt.keys.readById(s.keyId);
       if (found === null || found.key.orgId !== s.orgId) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} no longer exists`);
       if (found.key.disabled) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} is disabled`);
+      // As admission would (src/auth/authenticate.ts): no write without an active subscription.
+      const snap = await this.rt.snapshots.get(s.orgId);
+      if (snap === null || !snap.org.subscriptionActive) throw new VexilError('PAYMENT_REQUIRED', 'The organization requires an active subscription');
       const p = principalOf(found.key);
       const by = {
         scheduleId: s.id,

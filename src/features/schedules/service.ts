@@ -33,11 +33,12 @@ export async function createSchedule(rt: Runtime, auth: Authenticated, name: str
   requirePermission(p, 'CanWrite');
   const limits = rt.config.tenancyLimits;
   const input = parseSchedule(raw, rt.now(), limits);
-  if (input.config !== null) flags.parseConfigUpsert(rt, input.config);
+  // Every check an upsert's body gets (the time window's storable range included).
+  const config = input.config === null ? null : flags.parseConfigUpsert(rt, input.config);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const target =
-      input.config !== null
-        ? await flags.checkConfigUpsert(tx, p, org, name, input.config, limits)
+      config !== null
+        ? await flags.checkConfigUpsert(tx, p, org, name, config, limits)
         : await flags.checkConfigToggle(tx, p, name, input.stage, input.clientId);
     if ((await store.countPending(tx, p.orgId, name)) >= limits.maxPendingSchedulesPerFlag) throw quotaError(limits, 'maxPendingSchedulesPerFlag');
     if ((await store.countPending(tx, p.orgId, null)) >= limits.maxPendingSchedulesPerOrg) throw quotaError(limits, 'maxPendingSchedulesPerOrg');
@@ -50,7 +51,7 @@ export async function createSchedule(rt: Runtime, auth: Authenticated, name: str
         stage: target.stage,
         clientId: input.clientId,
         enabled: input.enabled,
-        config: input.config === null ? null : flags.toConfig(target.stage, input.config),
+        config: config === null ? null : flags.toConfig(target.stage, config),
         createdBy: { keyId: p.keyId, keyName: p.keyName },
       }),
     );

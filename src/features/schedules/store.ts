@@ -27,25 +27,11 @@ export interface StoredSchedule extends Schedule {
   keyId: string;
 }
 
-/** The configuration in the documented field order, its stage the row's (renames follow the row). */
-const configOf = (c: FlagConfig, stage: string): FlagConfig => ({
-  stage,
-  clientId: c.clientId,
-  enabled: c.enabled,
-  defaultVariantKey: c.defaultVariantKey,
-  rolloutPercentage: c.rolloutPercentage,
-  rules: c.rules.map((r) => ({
-    id: r.id,
-    priority: r.priority,
-    conditions: r.conditions.map((k) => ({ field: k.field, operator: k.operator, value: k.value })),
-    // The segments a rule names (CONTRACT.md 15): the applied configuration keeps them.
-    segments: r.segments ?? [],
-    allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: a.percentage })),
-  })),
-  activeFrom: c.activeFrom,
-  activeUntil: c.activeUntil,
-  enrollmentCutoff: c.enrollmentCutoff,
-});
+/**
+ * The stored configuration (a `json` column: it keeps the FlagConfig's field order and every field
+ * it was written with), its stage the row's (renames follow the row).
+ */
+const configOf = (c: FlagConfig, stage: string): FlagConfig => ({ ...c, stage });
 
 const toStored = (r: ScheduleRow): StoredSchedule => ({
   id: r.id,

@@ -22,58 +22,44 @@ registerSchemas({
   }),
 });
 
-const MGMT: SecurityName[] = ['managementKey'];
 const AUTH_ERRORS = [400, 401, 402, 403, 429];
-const BODY_ERRORS = [413, 415];
-const tags = ['Segments'];
-const params = { name: 'Segment name' };
+const WRITE_ERRORS = [...AUTH_ERRORS, 413, 415, 503];
+const all = { tags: ['Segments'], security: ['managementKey'] as SecurityName[] };
+const one = { ...all, params: { name: 'Segment name' } };
+const segment = (description: string) => ({ description, schema: 'Segment' });
 
 registerOperations({
   'GET /api/segments': {
+    ...all,
     summary: 'List the segments the key can see',
     description: "CanRead. A key with an application scope sees its application's segments and the organization-wide ones; sorted by name.",
-    tags,
-    security: MGMT,
-    responses: { 200: { description: 'Segments', schema: 'Segment', array: true } },
+    responses: { 200: { ...segment('Segments'), array: true } },
     errors: AUTH_ERRORS,
   },
   'POST /api/segments': {
+    ...all,
     summary: 'Create a segment',
     description:
       "CanWrite. `application` absent: the key's application (organization-wide for a key without application scope); " +
       'organization-wide segments need a key without application scope; keys with an environment scope are 403. ' +
       '409 `CONFLICT` when the name exists, `QUOTA_EXCEEDED` past VEXIL_MAX_SEGMENTS_PER_ORG; 400 past the condition and list limits (docs/limits.md).',
-    tags,
-    security: MGMT,
     body: 'CreateSegmentInput',
     bodyRequired: true,
-    responses: { 201: { description: 'The new segment', schema: 'Segment' } },
-    errors: [...AUTH_ERRORS, 409, ...BODY_ERRORS, 503],
+    responses: { 201: segment('The new segment') },
+    errors: [...WRITE_ERRORS, 409],
   },
-  'GET /api/segments/:name': {
-    summary: 'Get a segment',
-    tags,
-    security: MGMT,
-    params,
-    responses: { 200: { description: 'The segment', schema: 'Segment' } },
-    errors: [...AUTH_ERRORS, 404],
-  },
+  'GET /api/segments/:name': { ...one, summary: 'Get a segment', responses: { 200: segment('The segment') }, errors: [...AUTH_ERRORS, 404] },
   'PUT /api/segments/:name': {
+    ...one,
     summary: 'Update a segment (description, conditions; absent fields are kept)',
-    tags,
-    security: MGMT,
-    params,
     body: 'UpdateSegmentInput',
     bodyRequired: true,
-    responses: { 200: { description: 'The updated segment', schema: 'Segment' } },
-    errors: [...AUTH_ERRORS, 404, ...BODY_ERRORS, 503],
+    responses: { 200: segment('The updated segment') },
+    errors: [...WRITE_ERRORS, 404],
   },
   'DELETE /api/segments/:name': {
-    summary: 'Delete a segment',
-    description: '409 `CONFLICT` naming the flags whose rules use it.',
-    tags,
-    security: MGMT,
-    params,
+    ...one,
+    summary: 'Delete a segment; 409 `CONFLICT` naming the flags whose rules use it',
     responses: { 204: { description: 'Deleted' } },
     errors: [...AUTH_ERRORS, 404, 409, 503],
   },

@@ -1,4 +1,4 @@
-/** The audit log (CONTRACT.md 11), newest first, filtered by flag, with before/after of each change. */
+/** The audit log (docs/audit.md), newest first, filtered by flag, with before/after of each change. */
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api';
 import { Field, Loading, messageOf, when } from '../components';

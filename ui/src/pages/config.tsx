@@ -7,7 +7,7 @@ import { ConfirmButton, Field, messageOf, Status, useId } from '../components';
 import { draftOf, knownPaths, newRule, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
 import { BASE } from '../router';
 
-/** A segment a rule may name (CONTRACT.md 15): the flag's application's, or organization-wide. */
+/** A segment a rule may name (docs/api.md, "Segments"): the flag's application's, or organization-wide. */
 export interface SegmentOption { name: string; application: string | null; description: string | null }
 
 /** The segments a rule of `flag` may use, of those the key can see. */

@@ -234,7 +234,7 @@ export function FlagPage({ name }: { name: string }) {
   const s = useSession();
   const [version, setVersion] = useState(0);
   const { data, error, loading, reload } = useLoad(
-    // The segments its rules may choose (CONTRACT.md 15) come with the flag, in the same request.
+    // The segments its rules may choose (docs/api.md, "Segments") come with the flag, in the same request.
     // A failure to list them does not keep the flag from showing.
     async () => {
       const r = await gqlPartial<{ flag?: Flag; segments?: SegmentOption[] | null }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } segments { name application description } }`, { n: name });

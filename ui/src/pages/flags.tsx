@@ -1,5 +1,5 @@
 /**
- * The flags list: one page at a time from the server (CONTRACT.md 13), whose search and filters run
+ * The flags list: one page at a time from the server (docs/api.md, "Listing and paging"), whose search and filters run
  * on the server, with the total; per-stage state at a glance; and the "New flag" form. It never
  * loads every flag: an organization may hold 100,000.
  */

@@ -67,7 +67,7 @@ function NewKeyForm({ onCreated, onCancel }: { onCreated: (name: string, value: 
         <legend>Permissions</legend>
         <div class="checks">
           {PERMISSIONS.map(([p, what]) => (
-            // The accessible name is the permission alone (CONTRACT.md 12, 13); the hint is its description.
+            // The accessible name is the permission alone; the hint is its description.
             <span class="check" key={p}>
               <input
                 type="checkbox"

@@ -1,5 +1,5 @@
 /**
- * A flag's scheduled changes (CONTRACT.md 15): the list, soonest first, with status, time, what
+ * A flag's scheduled changes (docs/api.md, "Scheduled changes"): the list, soonest first, with status, time, what
  * each changes and who scheduled it; a form to schedule an on/off change (`enabled`) or a whole
  * configuration (`config`, edited with the configuration form's fields) at a chosen time; and
  * "Cancel schedule" on a pending one. While a change is pending the list looks again just after

@@ -1,5 +1,5 @@
 /**
- * Segments (CONTRACT.md 15): named audiences that rules reuse. List, create, edit (description and
+ * Segments (docs/api.md, "Segments"): named audiences that rules reuse. List, create, edit (description and
  * conditions, with the rule editor's condition editor) and delete; a delete the server refuses
  * (a flag's rule uses the segment) shows its message, which names the flags.
  */

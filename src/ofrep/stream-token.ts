@@ -11,7 +11,7 @@
  * provider keeps its connection. Pure: no I/O.
  */
 import { createHmac } from 'node:crypto';
-import { digestsEqual } from '../../auth/key-material.js';
+import { digestsEqual } from '../auth/key-material.js';
 
 /** Token lifetime: at least this long ... */
 export const TOKEN_MIN_LIFETIME_S = 600;

@@ -11,10 +11,10 @@
  * from the database, so a key disabled while the bus was down (its message lost) still ends its
  * streams: one query per such key per period, nothing per stream.
  */
-import type { KeyCache } from '../../auth/key-cache.js';
-import type { SnapshotRegistry, Touches } from '../../snapshots/registry.js';
-import type { OrgSnapshot } from '../../engine/index.js';
-import type { Logger } from '../../util/log.js';
+import type { KeyCache } from '../auth/key-cache.js';
+import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
+import type { OrgSnapshot } from '../engine/index.js';
+import type { Logger } from '../util/log.js';
 
 /** What the HTTP front hands a streamed reply (structurally its StreamSink). */
 export interface EventSink {

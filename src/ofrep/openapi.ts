@@ -3,8 +3,8 @@
  * Registered next to the routes; test/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';
-import { registerOperations } from '../../openapi/operations.js';
-import { registerSchemas } from '../../openapi/schemas.js';
+import { registerOperations } from '../openapi/operations.js';
+import { registerSchemas } from '../openapi/schemas.js';
 
 const context = z
   .object({
@@ -13,7 +13,7 @@ const context = z
     clientId: z.string().nullable().optional(),
   })
   .catchall(z.unknown())
-  .describe('Every other property is the evaluation context (CONTRACT.md 6, limits of CONTRACT.md 8)');
+  .describe('Every other property is the evaluation context (docs/ofrep.md, "Requests"; limits: docs/limits.md, "Evaluation contexts")');
 
 const metadata = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]));
 
@@ -90,7 +90,7 @@ registerOperations({
       200: { description: 'text/event-stream', contentType: 'text/event-stream' },
       401: { description: 'Token invalid, expired, or its key disabled, rotated or deleted', schema: 'OfrepGeneralError' },
       429: {
-        description: "The key's evaluation rate limit, or the key already has VEXIL_SSE_MAX_STREAMS_PER_KEY open streams on this node (CONTRACT.md 14)",
+        description: "The key's evaluation rate limit, or the key already has VEXIL_SSE_MAX_STREAMS_PER_KEY open streams on this node (docs/ofrep.md#the-event-stream)",
         schema: 'OfrepGeneralError',
         headers: { 'retry-after': 'Seconds to wait before connecting again' },
       },

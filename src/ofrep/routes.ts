@@ -4,35 +4,26 @@
  * shapes (`{key, errorCode, errorDetails}` for 400/404, `{errorDetails}` otherwise), never
  * problem+json.
  */
-import { clientAddress } from '../../auth/client-address.js';
-import { contextTooDeepError, type ContextLimits } from '../../domain/validation.js';
+import { clientAddress } from '../auth/client-address.js';
+import { contextTooDeepError, type ContextLimits } from '../domain/validation.js';
 import './openapi.js';
-import { authenticate, type Authenticated } from '../../auth/authenticate.js';
-import { hashKey } from '../../auth/key-material.js';
-import type { Principal } from '../../auth/permissions.js';
-import { VexilError } from '../../domain/errors.js';
-import { BodyTooDeepError, jsonObjectBody } from '../../http/exchange.js';
-import type { Incoming, Reply } from '../../http/handler.js';
-import { queryParam } from '../../http/query.js';
-import { CorsPolicy } from '../../http/cors.js';
-import { withRetryAfter } from '../../http/problem.js';
-import type { Route } from '../../http/router.js';
-import type { Runtime } from '../../runtime.js';
+import { authenticate, type Authenticated } from '../auth/authenticate.js';
+import { hashKey } from '../auth/key-material.js';
+import type { Principal } from '../auth/permissions.js';
+import { VexilError } from '../domain/errors.js';
+import { BodyTooDeepError, jsonObjectBody } from '../http/exchange.js';
+import type { Incoming, Reply } from '../http/handler.js';
+import { queryParam } from '../http/query.js';
+import { CorsPolicy } from '../http/cors.js';
+import { withRetryAfter } from '../http/problem.js';
+import type { Route } from '../http/router.js';
+import type { Runtime } from '../runtime.js';
 import { OfrepStreams } from './streams.js';
-import {
-  EVENTS_PATH,
-  OfrepError,
-  authorizeStream,
-  bulkEtag,
-  eventStreams,
-  etagMatches,
-  evaluateBulk,
-  evaluateOne,
-  ofrepErrorBody,
-  parseOfrepRequest,
-  planBulk,
-  type OfrepRequest,
-} from './service.js';
+import { OfrepError, ofrepErrorBody } from './errors.js';
+import { bulkEtag, etagMatches } from './etag.js';
+import { evaluateBulk, evaluateOne, planBulk } from './evaluate.js';
+import { authorizeStream, EVENTS_PATH, eventStreams } from './events.js';
+import { parseOfrepRequest, type OfrepRequest } from './request.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 
