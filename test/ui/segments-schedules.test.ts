@@ -328,6 +328,41 @@ async function run(t: Test) {
     await axe(t, 'the flag page with schedules');
   });
 
+  await t.test('keys that may not write: the controls are hidden', async (t) => {
+    const signInAs = async (key: string) => {
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('Management key').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    };
+    // A reader: sees segments and schedules, changes nothing.
+    await signInAs(await createKey(n, { name: 'reader', permissions: ['CanRead'], application: 'default' }));
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Segments', exact: true }).click();
+    await page.getByRole('row', { name: /beta-testers/ }).waitFor();
+    t.equal(await page.getByRole('button', { name: 'New segment' }).count(), 0, 'no New segment');
+    t.equal(await page.getByRole('button', { name: 'Edit' }).count(), 0, 'no Edit');
+    t.equal(await page.getByRole('button', { name: 'Delete' }).count(), 0, 'no Delete');
+    await axe(t, 'the segments page for a reader');
+    await page.goto(n.url + '/ui/flags/new-search');
+    const panel = page.getByRole('region', { name: 'Scheduled changes' });
+    await panel.getByRole('listitem').first().waitFor();
+    t.equal(await panel.getByRole('listitem').count(), 4, 'the schedules are listed');
+    t.equal(await panel.getByRole('button', { name: 'Schedule' }).count(), 0, 'no Schedule');
+    t.equal(await panel.getByRole('button', { name: 'Cancel schedule' }).count(), 0, 'no Cancel schedule');
+    await axe(t, 'the flag page for a reader');
+
+    // A writer scoped to production: no segment writes (an environment scope), schedules in production only.
+    await signInAs(await createKey(n, { name: 'prod-writer', permissions: ['CanRead', 'CanWrite'], environment: 'production' }));
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Segments', exact: true }).click();
+    await page.getByRole('row', { name: /beta-testers/ }).waitFor();
+    t.equal(await page.getByRole('button', { name: 'New segment' }).count(), 0, 'an environment-scoped key writes no segments');
+    await page.goto(n.url + '/ui/flags/new-search');
+    const stage = page.getByRole('region', { name: 'Scheduled changes' }).getByRole('combobox', { name: 'Stage' });
+    await stage.waitFor();
+    t.same(await stage.locator('option').allInnerTexts(), ['production'], 'only its environment can be scheduled');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+  });
+
   await t.test('the pages reported no error (CSP violations included)', async (t) => {
     t.same(b.problems, []);
   });
