@@ -3,7 +3,7 @@
  * conditions, with the rule editor's condition editor) and delete; a delete the server refuses
  * (a flag's rule uses the segment) shows its message, which names the flags.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
 import { inScope } from '../../../src/domain/name-matching';
 import { gql, SEGMENT_FIELDS, type Segment } from '../api';
@@ -56,6 +56,8 @@ function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => 
   const [conditions, setConditions] = useState<ConditionDraft[]>([]);
   const [errors, setErrors] = useState<Errors>({});
   const [busy, setBusy] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   const submit = async (e: Event) => {
     e.preventDefault();
     const errs: Errors = {};
@@ -77,7 +79,7 @@ function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => 
   };
   return (
     <form class="card" onSubmit={submit} novalidate aria-labelledby="new-segment-h">
-      <h2 id="new-segment-h">New segment</h2>
+      <h2 id="new-segment-h" tabIndex={-1} ref={heading}>New segment</h2>
       <div class="row">
         <Field label="Name" error={errors.name} hint="Letters, digits, '_', '.', '-'; rules name it; it cannot be changed later.">
           {(p) => <input {...p} value={name} onInput={(e) => setName(e.currentTarget.value)} autoComplete="off" />}
@@ -115,6 +117,9 @@ function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onS
   const [conditions, setConditions] = useState<ConditionDraft[]>(() => conditionDrafts(segment.conditions));
   const [errors, setErrors] = useState<Errors>({});
   const [busy, setBusy] = useState(false);
+  // The form opens above the list: keyboard and screen reader users are taken to it.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   const submit = async (e: Event) => {
     e.preventDefault();
     const errs: Errors = {};
@@ -136,7 +141,7 @@ function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onS
   };
   return (
     <form class="card" onSubmit={submit} novalidate aria-labelledby="edit-segment-h">
-      <h2 id="edit-segment-h">Edit {segment.name}</h2>
+      <h2 id="edit-segment-h" tabIndex={-1} ref={heading}>Edit {segment.name}</h2>
       <p class="meta">{segment.application === null ? 'Organization-wide' : <>Application <strong>{segment.application}</strong></>}</p>
       <Field label="Description" error={errors.description}>
         {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
