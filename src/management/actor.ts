@@ -11,6 +11,7 @@
  * so a management read never shows older data than evaluation on the same node.
  */
 import { setPriority } from 'node:os';
+import { idleThisThread } from '../util/thread-priority.js';
 import type { MessagePort } from 'node:worker_threads';
 import { AuthFailureBudget } from '../auth/auth-failures.js';
 import { KeyCache } from '../auth/key-cache.js';
@@ -207,6 +208,8 @@ export class ManagementActorThread {
     const config = m.config;
     this.pieces = new Uint8Array(m.pieces);
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
+    // docs/cluster.md, "Threads": idle lets any other thread of the node take the core at once.
+    if (config.actorPriority === 'idle' && !idleThisThread()) log.warn('VEXIL_ACTOR_PRIORITY=idle: chrt could not set SCHED_IDLE; the actor stays at nice 10', {});
     let db: Database;
     try {
       db = await openDatabase(m);

@@ -15,8 +15,8 @@
  * read not yet started serves every hint that arrives before it starts.
  *
  * Listeners hear one update per version, in order (what it touched), so the evaluation workers'
- * store (shared-store.ts) can write one flag or the organization's row for each; the rules for
- * that are apply-rules.ts.
+ * store (shared-store.ts) can write one flag, one segment or the organization's row for each; the
+ * rules for that are apply-rules.ts.
  */
 import type { Flag, FlagConfig, Organization, Segment } from '../domain/types.js';
 import { buildSnapshot, compileFlag, compileSegment, putFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';

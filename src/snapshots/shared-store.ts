@@ -36,8 +36,8 @@
  * when they outweigh the live ones (and exceed `compactMinBytes`), the organization is rewritten
  * into a fresh generation and the old memory is freed once no thread references it.
  *
- * The rules for what a change does (version ordering, contiguous flag change, gap or 'all' →
- * everything, 'settings' → the row) are apply-rules.ts, the same the registry follows.
+ * The rules for what a change does (version ordering, contiguous flag or segment change, gap or
+ * 'all' → everything, 'settings' → the row) are apply-rules.ts, the same the registry follows.
  */
 import type { Flag, FlagConfig, Organization, Segment } from '../domain/types.js';
 import { compileFlag, compileSegment, type CompiledFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';
@@ -488,8 +488,8 @@ export class OrgView {
       has: (name: string) => view.flag(name) !== undefined,
     };
     const segments = { get: (name: string) => view.segment(name) };
-    // The engine reads `snapshot.org` and `snapshot.flags.get` only (dependencies included); the
-    // evaluation-only documents a worker runs resolve nothing else. A Map of every flag is what this
+    // The engine reads `snapshot.org`, `snapshot.flags.get` (dependencies included) and
+    // `snapshot.segments.get` only; the evaluation-only documents a worker runs resolve nothing else. A Map of every flag is what this
     // module exists to avoid, hence the narrow object behind the OrgSnapshot type.
     this.snapshot = {
       get org() {

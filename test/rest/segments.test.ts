@@ -2,12 +2,12 @@
  * Segments over REST (docs/api.md#segments): CRUD and its answers, bad input (400, nothing
  * changes), 409 on a duplicate name and on deleting a segment in use (naming the flags), the scope
  * rules, rules naming segments (400 for an unknown or invisible one; evaluation), audit events,
- * the count limit and the 20,000-value lists (docs/limits.md). One node for the file; each subtest
- * works in its own organization.
+ * the count limit and the 20,000-value lists (docs/limits.md). One node per database kind; each
+ * subtest works in its own organization.
  */
 import t from 'tap';
 import { createOrg, evalFlag, evalKey, expectProblem, isoDate, makeKey, postConfig, postFlag, startNode, type TapTest } from './flag-helpers.js';
-import type { Res, TestNode } from '../helpers/node.js';
+import { postgresUrl, type Res, type TestNode } from '../helpers/node.js';
 
 const SEGMENT_FIELDS = ['application', 'conditions', 'createdAt', 'description', 'name', 'updatedAt'];
 
@@ -36,8 +36,9 @@ async function refusedUnchanged(t: TapTest, n: TestNode, adminKey: string, write
   t.same(await segmentState(n, adminKey), before, 'segments and audit log unchanged');
 }
 
-t.test('segments over REST', async (t) => {
-  const n = await startNode(t, { env: { VEXIL_MAX_SEGMENTS_PER_ORG: '4' } });
+// On the embedded database, and on PostgreSQL when DATABASE_URL is set (sql/005_segments.sql on both).
+for (const db of postgresUrl() ? (['pglite', 'postgres'] as const) : (['pglite'] as const)) t.test(`segments over REST (${db})`, async (t) => {
+  const n = await startNode(t, { db, env: { VEXIL_MAX_SEGMENTS_PER_ORG: '4' } });
 
   t.test('create, read, list, update and delete', async (t) => {
     const org = await createOrg(n);
