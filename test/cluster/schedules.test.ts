@@ -29,7 +29,7 @@ t.test('two nodes racing: every schedule due at one moment is applied exactly on
   }
   const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
   // The same moment for all, each scheduled on one of the two nodes (half learn of theirs by the bus).
-  const at = inMs(2500);
+  const at = inMs(4000);
   const ids = new Map<string, string>();
   for (const [i, f] of flags.entries()) {
     const n = i % 2 === 0 ? a : b;
@@ -81,7 +81,7 @@ t.test('a schedule whose time passes while its only node is down is applied when
   const c1 = client(first.url);
   t.equal((await c1.req('POST', '/api/flags', { key: adminKey, body: { name: 'late', project: 'default', type: 'boolean', variants: [{ key: 'on', value: true, valueType: 'boolean' }, { key: 'off', value: false, valueType: 'boolean' }] } })).status, 201);
   t.equal((await c1.req('POST', '/api/flags/late/configs', { key: adminKey, body: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 } })).status, 200);
-  const at = inMs(1500);
+  const at = inMs(3000);
   const s = await postSchedule(c1, adminKey, 'late', { at, stage: 'production', enabled: false });
   t.equal(s.status, 201);
   await first.kill('SIGTERM');

@@ -139,7 +139,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     must(t, await postFlag(n, org.adminKey, 'k'), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'k'), 200, 'config');
     const writer = await makeKey(n, org.adminKey, { name: 'scheduler', permissions: ['CanWrite'] });
-    const r = must(t, await postSchedule(n, writer, 'k', { at: inMs(1000), stage: 'production', enabled: false }), 201, 'schedule');
+    const r = must(t, await postSchedule(n, writer, 'k', { at: inMs(2000), stage: 'production', enabled: false }), 201, 'schedule');
     t.equal(r.body.createdBy.keyName, 'scheduler');
     must(t, await n.req('POST', `/api/keys/${r.body.createdBy.keyId}/disable`, { key: org.adminKey }), 200, 'disable key');
     const before = (await getFlag(n, org.adminKey, 'k')).body;
@@ -156,7 +156,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     must(t, await postFlag(n, org.adminKey, 'kd'), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'kd'), 200, 'config');
     const writer = await makeKey(n, org.adminKey, { permissions: ['CanWrite'] });
-    const r = must(t, await postSchedule(n, writer, 'kd', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    const r = must(t, await postSchedule(n, writer, 'kd', { at: inMs(2000), stage: 'production', enabled: false }), 201, 'schedule');
     t.equal((await n.req('DELETE', `/api/keys/${r.body.createdBy.keyId}`, { key: org.adminKey })).status, 204, 'delete key');
     const done = await settled(n, org.adminKey, 'kd', r.body.id);
     t.equal(done.status, 'failed');
@@ -168,10 +168,10 @@ t.test('scheduled changes on the embedded database', async (t) => {
     const org = await createOrg(n);
     must(t, await postFlag(n, org.adminKey, 'sub'), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'sub'), 200, 'config');
-    must(t, await postSchedule(n, org.adminKey, 'sub', { at: inMs(800), stage: 'production', enabled: false }), 201, 'schedule');
+    const r = must(t, await postSchedule(n, org.adminKey, 'sub', { at: inMs(2000), stage: 'production', enabled: false }), 201, 'schedule');
     const patch = (active: boolean) => n.req('PATCH', `/api/operator/organizations/${org.name}`, { headers: { 'x-operator-token': OPERATOR_TOKEN }, body: { subscriptionActive: active } });
     must(t, await patch(false), 200, 'subscription off');
-    await sleep(1500);
+    await sleep(Math.max(0, Date.parse(r.body.at) - Date.now()) + 700);
     must(t, await patch(true), 200, 'subscription on');
     const [s] = (await listSchedules(n, org.adminKey, 'sub')).body;
     t.equal(s.status, 'failed');
@@ -183,7 +183,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     const org = await createOrg(n);
     must(t, await postFlag(n, org.adminKey, 'ren'), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'ren'), 200, 'config');
-    const r = must(t, await postSchedule(n, org.adminKey, 'ren', { at: inMs(1000), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100 } }), 201, 'schedule');
+    const r = must(t, await postSchedule(n, org.adminKey, 'ren', { at: inMs(2000), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100 } }), 201, 'schedule');
     const g = await n.req('POST', '/api/graphql', { key: org.adminKey, body: { query: 'mutation { renameEnvironment(from: "production", to: "prod") }' } });
     t.same(g.body, { data: { renameEnvironment: ['development', 'prod'] } });
     const done = await settled(n, org.adminKey, 'ren', r.body.id);
@@ -203,7 +203,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     must(t, await postFlag(n, org.adminKey, 'v', { variants }), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'v'), 200, 'config');
     const config = { stage: 'production', enabled: true, defaultVariantKey: 'maybe', rolloutPercentage: 100 };
-    const r = must(t, await postSchedule(n, org.adminKey, 'v', { at: inMs(1000), stage: 'production', config }), 201, 'schedule');
+    const r = must(t, await postSchedule(n, org.adminKey, 'v', { at: inMs(2000), stage: 'production', config }), 201, 'schedule');
     must(t, await putFlag(n, org.adminKey, 'v', { variants: variants.slice(0, 2) }), 200, 'remove the variant');
     const before = (await getFlag(n, org.adminKey, 'v')).body;
     const done = await settled(n, org.adminKey, 'v', r.body.id);
@@ -277,8 +277,9 @@ t.test('scheduled changes on the embedded database', async (t) => {
     must(t, await postFlag(n, org.adminKey, 'd'), 201, 'create');
     must(t, await postConfig(n, org.adminKey, 'd'), 200, 'config');
     must(t, await postConfig(n, org.adminKey, 'd', { stage: 'development' }), 200, 'config dev');
-    const dev = must(t, await postSchedule(n, org.adminKey, 'd', { at: inMs(1200), stage: 'development', enabled: false }), 201, 'dev');
-    const prod = must(t, await postSchedule(n, org.adminKey, 'd', { at: inMs(1200), stage: 'production', enabled: false }), 201, 'prod');
+    const at = inMs(3000);
+    const dev = must(t, await postSchedule(n, org.adminKey, 'd', { at, stage: 'development', enabled: false }), 201, 'dev');
+    const prod = must(t, await postSchedule(n, org.adminKey, 'd', { at, stage: 'production', enabled: false }), 201, 'prod');
     must(t, await n.req('POST', '/api/graphql', { key: org.adminKey, body: { query: 'mutation { deleteFlagConfig(name: "d", stage: "development") }' } }), 200, 'delete dev config');
     let list = (await listSchedules(n, org.adminKey, 'd')).body;
     t.equal(list.find((s: { id: string }) => s.id === dev.body.id).status, 'cancelled', "the configuration's schedule");
@@ -286,7 +287,8 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.equal((await n.req('DELETE', '/api/flags/d', { key: org.adminKey })).status, 204);
     must(t, await postFlag(n, org.adminKey, 'd'), 201, 'a new flag of the same name');
     must(t, await postConfig(n, org.adminKey, 'd'), 200, 'config');
-    await sleep(1700);
+    t.ok(Date.now() < Date.parse(at), 'all of it before at');
+    await sleep(Math.max(0, Date.parse(at) - Date.now()) + 700);
     list = (await listSchedules(n, org.adminKey, 'd')).body;
     t.same(list.map((s: { status: string }) => s.status), ['cancelled', 'cancelled'], 'both cancelled');
     t.equal((await getFlag(n, org.adminKey, 'd')).body.configs[0].enabled, true, 'nothing applied to the new flag');
@@ -303,7 +305,7 @@ t.test('scheduled changes on the embedded database', async (t) => {
     };
     const fields = 'id flag at stage clientId enabled status appliedAt error createdBy { keyId keyName } config { stage defaultVariantKey rules { id } }';
     const made = await gql(`mutation($in: ScheduleInput!) { scheduleFlagChange(name: "q", input: $in) { ${fields} } }`, {
-      in: { at: inMs(900), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 } },
+      in: { at: inMs(2500), stage: 'production', config: { stage: 'production', enabled: true, defaultVariantKey: 'off', rolloutPercentage: 100 } },
     });
     t.notOk(made.errors, 'no errors');
     const s = made.data.scheduleFlagChange;
@@ -352,9 +354,10 @@ t.test('pending schedules survive a restart on the embedded database; one due wh
   const key = first.adminKey;
   must(t, await postFlag(first, key, 'p', { project: 'default' }), 201, 'create');
   must(t, await postConfig(first, key, 'p'), 200, 'config');
-  const due = must(t, await postSchedule(first, key, 'p', { at: inMs(1500), stage: 'production', enabled: false }), 201, 'due while down');
+  const due = must(t, await postSchedule(first, key, 'p', { at: inMs(3000), stage: 'production', enabled: false }), 201, 'due while down');
   const later = must(t, await postSchedule(first, key, 'p', { at: inMs(60_000), stage: 'production', enabled: true }), 201, 'later');
   await first.close();
+  t.ok(Date.now() < Date.parse(due.body.at), 'stopped before at');
   await sleep(Math.max(0, Date.parse(due.body.at) - Date.now()) + 500);
   const startedAt = Date.now();
   const second = await startNode(t, { dataDir, adminKey: key });
