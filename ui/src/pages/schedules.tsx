@@ -54,13 +54,15 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
   const [time, setTime] = useState(defaultTime);
   const [kind, setKind] = useState<Kind>('enable');
   const cid = clientId.trim() || null;
-  const current = () => flag.configs.find((c) => c.stage === stage && c.clientId === cid);
-  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, cid, current()));
+  /** The clientId whose configuration the whole-configuration form starts from: set when the field is left, not per keystroke. */
+  const [startedFrom, setStartedFrom] = useState<string | null>(null);
+  const current = () => flag.configs.find((c) => c.stage === stage && c.clientId === startedFrom);
+  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, startedFrom, current()));
   const [errors, setErrors] = useState<Errors>({});
   const [busy, setBusy] = useState(false);
   const id = useId('sched');
   // The whole configuration starts from the chosen configuration as it is now.
-  useEffect(() => setDraft(draftOf(flag, stage, cid, current())), [stage, cid]); // eslint-disable-line react-hooks/exhaustive-deps
+  useEffect(() => setDraft(draftOf(flag, stage, startedFrom, current())), [stage, startedFrom]); // eslint-disable-line react-hooks/exhaustive-deps
   const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
 
   const submit = async (e: Event) => {
@@ -110,7 +112,7 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
           )}
         </Field>
         <Field label="Client ID" hint="Optional." error={errors.clientId} class="narrow">
-          {(p) => <input {...p} value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} />}
+          {(p) => <input {...p} value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} onChange={(e) => setStartedFrom(e.currentTarget.value.trim() || null)} />}
         </Field>
         <Field label="Time" hint={`Your time zone (${timeZone}), to the second.`} error={errors.at}>
           {(p) => <input {...p} type="datetime-local" step="1" value={time} onInput={(e) => setTime(e.currentTarget.value)} />}
