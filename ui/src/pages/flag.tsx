@@ -1,4 +1,4 @@
-/** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
+/** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation, scheduled changes. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { inScope } from '../../../src/domain/name-matching';
 import { FLAG_FIELDS, gql, gqlPartial, type Evaluation, type Flag } from '../api';
