@@ -54,6 +54,23 @@ t.test('OFREP event stream', async (t) => {
     t.notOk(s.isEnded, 'the stream stays open');
   });
 
+  t.test('segment changes: refetchEvaluation for its application and for organization-wide ones (docs/api.md#segments)', async (t) => {
+    const ek = await evalKey(n, admin, 'web');
+    const s = await openSse(await streamUrl(n, ek));
+    t.teardown(() => s.close());
+    const segment = (name: string, application: string | null) => n.req('POST', '/api/segments', { key: admin, body: { name, application } });
+    must(t, await segment('seg-web', 'web'), 201, 'a web segment');
+    t.equal(await s.next(1000), REFETCH, 'a segment of the key application: refetchEvaluation');
+    must(t, await segment('seg-all', null), 201, 'an organization-wide segment');
+    t.equal(await s.next(1000), REFETCH, 'an organization-wide segment (any application may use it): refetchEvaluation');
+    must(t, await segment('seg-other', 'other'), 201, 'another application\'s segment');
+    t.equal(await s.next(400), null, "another application's segment: no event");
+    must(t, await n.req('PUT', '/api/segments/seg-web', { key: admin, body: { description: 'changed' } }), 200, 'update');
+    t.equal(await s.next(1000), REFETCH, 'an update: refetchEvaluation');
+    must(t, await n.req('DELETE', '/api/segments/seg-web', { key: admin }), 204, 'delete');
+    t.equal(await s.next(1000), REFETCH, "a deletion (the segment's application no longer known): refetchEvaluation");
+  });
+
   t.test('tokens: missing, malformed, tampered, or for another key: 401', async (t) => {
     const ek = await evalKey(n, admin, 'web');
     const url = new URL(await streamUrl(n, ek));

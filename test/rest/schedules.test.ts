@@ -212,6 +212,26 @@ t.test('scheduled changes on the embedded database', async (t) => {
     t.same((await getFlag(n, org.adminKey, 'v')).body, before, 'flag unchanged');
   });
 
+  t.test('a segment the config names: unknown when scheduling is 400; deleted before at, the schedule fails and nothing changes', async (t) => {
+    const org = await createOrg(n);
+    must(t, await postFlag(n, org.adminKey, 's'), 201, 'create');
+    must(t, await postConfig(n, org.adminKey, 's'), 200, 'config');
+    const rule = (segment: string) => ({ priority: 1, conditions: [], segments: [segment], allocations: [{ variantKey: 'off', percentage: 100 }] });
+    const config = (segment: string) => ({ stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100, rules: [rule(segment)] });
+    const refused = await postSchedule(n, org.adminKey, 's', { at: inMs(2000), stage: 'production', config: config('nobody') });
+    t.equal(refused.status, 400, 'an unknown segment is refused when scheduled');
+    t.match(refused.body, { code: 'BAD_REQUEST', detail: /nobody/ });
+    must(t, await n.req('POST', '/api/segments', { key: org.adminKey, body: { name: 'beta', conditions: [] } }), 201, 'segment');
+    const r = must(t, await postSchedule(n, org.adminKey, 's', { at: inMs(2000), stage: 'production', config: config('beta') }), 201, 'schedule');
+    // Only stored configurations hold a segment in use: a pending schedule does not.
+    must(t, await n.req('DELETE', '/api/segments/beta', { key: org.adminKey }), 204, 'delete the segment');
+    const before = (await getFlag(n, org.adminKey, 's')).body;
+    const done = await settled(n, org.adminKey, 's', r.body.id);
+    t.equal(done.status, 'failed');
+    t.match(done.error, /beta/);
+    t.same((await getFlag(n, org.adminKey, 's')).body, before, 'flag unchanged');
+  });
+
   t.test('bad input is 400 problem+json and stores nothing', async (t) => {
     const org = await createOrg(n);
     must(t, await postFlag(n, org.adminKey, 'b'), 201, 'create');

@@ -41,8 +41,8 @@ import type { Runtime } from '../../runtime.js';
 import { flagIndexOf } from '../../snapshots/flag-index.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
-import { cancelPendingSchedules } from '../schedules/store.js';
 import { checkRuleSegments } from '../segments/service.js';
+import { cancelPendingSchedules } from '../schedules/store.js';
 import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
 
@@ -354,12 +354,12 @@ export function toConfig(stage: string, input: UpsertFlagConfigInput): FlagConfi
 
 /**
  * A configuration write made for a scheduled change (src/features/schedules/runner.ts): `claim`
- * runs first in the write's transaction, with the organization locked, and throws when the
- * schedule is no longer this write's to apply; the audit event names the schedule.
+ * runs first in the write's transaction, with the organization locked (`org` as it is now), and
+ * throws when the schedule is no longer this write's to apply; the audit event names the schedule.
  */
 export interface ScheduledWrite {
   scheduleId: string;
-  claim(tx: Queryable): Promise<void>;
+  claim(tx: Queryable, org: Organization): Promise<void>;
 }
 
 const scheduled = (audit: AuditChange, by: ScheduledWrite | undefined): AuditChange =>
@@ -376,8 +376,7 @@ export interface ConfigWriteTarget {
 /**
  * The checks of a configuration upsert that need the stored flag: it exists and is in the key's
  * scope, the stage is the flag's and in the key's environment scope, the clientId's application,
- * the configuration against the flag's variants, the rules' segments, and the configurations count
- * limit.
+ * the configuration against the flag's variants, and the configurations count limit.
  */
 export async function checkConfigUpsert(tx: Queryable, p: Principal, org: Organization, name: string, input: UpsertFlagConfigInput, limits: TenancyLimits): Promise<ConfigWriteTarget> {
   const flag = await loadForWrite(tx, p, name);
@@ -410,7 +409,7 @@ export async function upsertConfigAs(rt: Runtime, p: Principal, name: string, ra
   requirePermission(p, 'CanWrite');
   const input = parseConfigUpsert(rt, raw);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
-    await by?.claim(tx);
+    await by?.claim(tx, org);
     const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, rt.config.tenancyLimits);
     const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
     return { result: saved, audit: scheduled(configChange('config.upsert', flag, before, saved), by) };
@@ -435,8 +434,8 @@ export const setConfigEnabled = (rt: Runtime, auth: Authenticated, name: string,
 /** `setConfigEnabled` by a principal (see `upsertConfigAs`). */
 export async function setConfigEnabledAs(rt: Runtime, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, by?: ScheduledWrite): Promise<FlagConfig> {
   requirePermission(p, 'CanWrite');
-  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
-    await by?.claim(tx);
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
+    await by?.claim(tx, org);
     const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
     const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
     return { result: saved, audit: scheduled(configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved), by) };

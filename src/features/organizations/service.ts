@@ -62,9 +62,8 @@ async function usage(tx: Queryable, org: Organization, list: OrgList, name: stri
 }
 
 /**
- * Renames `from` to `to` everywhere it is used (flags, configurations, schedules, segments, key
- * scopes, kill switch, and the `application` of audit events). The ids of re-scoped keys are added
- * to `rescoped`.
+ * Renames `from` to `to` everywhere it is used (flags, configurations, segments, schedules, key scopes,
+ * kill switch, and the `application` of audit events). The ids of re-scoped keys are added to `rescoped`.
  */
 async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, from: string, to: string, rescoped: string[]): Promise<KillSwitchRule[]> {
   for (const f of await flagStore.listFlags(tx, org.id)) {

@@ -126,14 +126,13 @@ export class ScheduleRunner {
       const found = await this.rt.keys.readById(s.keyId);
       if (found === null || found.key.orgId !== s.orgId) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} no longer exists`);
       if (found.key.disabled) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} is disabled`);
-      // As admission would (src/auth/authenticate.ts): no write without an active subscription.
-      const snap = await this.rt.snapshots.get(s.orgId);
-      if (snap === null || !snap.org.subscriptionActive) throw new VexilError('PAYMENT_REQUIRED', 'The organization requires an active subscription');
       const p = principalOf(found.key);
-      const by = {
+      const by: flags.ScheduledWrite = {
         scheduleId: s.id,
-        claim: async (tx: Parameters<typeof store.claimApplied>[0]) => {
+        claim: async (tx, org) => {
           if (!(await store.claimApplied(tx, s.id))) throw new Taken();
+          // As admission would (src/auth/authenticate.ts), read under the organization's lock.
+          if (!org.subscriptionActive) throw new VexilError('PAYMENT_REQUIRED', 'The organization requires an active subscription');
         },
       };
       if (s.config !== null) await flags.upsertConfigAs(this.rt, p, s.flag, s.config, by);
