@@ -24,7 +24,7 @@ function RuleSegments(props: { rule: RuleDraft; n: number; at: string; errors: E
     <>
       <h4>Segments <span class="hint">(the user must also be in every one)</span></h4>
       {rule.segments.length === 0 ? (
-        <p class="hint">None.</p>
+        props.segments.length > 0 && <p class="hint">None.</p>
       ) : (
         <ul class="chips" aria-label={`Segments of rule ${n}`}>
           {rule.segments.map((name) => (
@@ -59,7 +59,7 @@ function RuleSegments(props: { rule: RuleDraft; n: number; at: string; errors: E
       ) : (
         props.segments.length === 0 && (
           <p class="hint">
-            No segment can be used here yet: create one on the <a href={`${BASE}segments`}>Segments</a> page.
+            None: no segment can be used here yet. Create one on the <a href={`${BASE}segments`}>Segments</a> page.
           </p>
         )
       )}
