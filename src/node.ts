@@ -6,11 +6,10 @@
  * uWebSockets.js binary loads) → http/exchange.ts (runs the route, writes the answer) → a feature's
  * routes.ts (auth/authenticate.ts, then the feature's service.ts) → the evaluation engine or the store.
  */
+import { admissionState } from './auth/admission-state.js';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import { projectPath } from './util/paths.js';
-import { KeyCache } from './auth/key-cache.js';
-import { AuthFailureBudget } from './auth/auth-failures.js';
 import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
@@ -18,12 +17,12 @@ import { Membership, type PeerRegistry } from './cluster/membership.js';
 import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
 import { orgVersions } from './features/organizations/store.js';
 import { snapshotSource } from './features/snapshot-source.js';
-import { findKeyByHash, findKeyWithHash } from './features/keys/store.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { ManagementActor } from './management/handle.js';
 import { managementRoutes } from './management/routes.js';
 import { ofrepRoutes } from './ofrep/routes.js';
+import { feedRoutes } from './feed/routes.js';
 import { uiRoutes } from './features/ui/routes.js';
 import { ExchangeContext } from './http/exchange.js';
 import type { Incoming, Reply } from './http/handler.js';
@@ -35,7 +34,6 @@ import { EvalCounts } from './ops/eval-counts.js';
 import { NodeMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { openApiRoute } from './openapi/document.js';
-import { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
 import { EvalPool } from './pool/eval-pool.js';
@@ -107,13 +105,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       config,
       db,
       snapshots,
-      keys: new KeyCache((hash) => findKeyByHash(db, hash), {
-        ttlMs: config.keyCacheTtlMs,
-        staleMaxMs: config.keyStaleMaxMs,
-        loadById: (keyId) => findKeyWithHash(db, keyId),
-      }),
-      limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
-      authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
+      ...admissionState(config, db),
       bus,
       log,
       pool: null,
@@ -194,6 +186,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       ...evaluationRoutes(rt),
       ...managementRoutes(rt).map((r) => forwarded(actor, r)),
       ...ofrepRoutes(rt),
+      ...feedRoutes(rt),
       ...uiRoutes(),
       ...(opts.routes?.(rt) ?? []),
     ];

@@ -83,6 +83,7 @@ export {
   type CreateOrganizationInput,
   type PatchOrganizationInput,
 } from './validation/organizations.js';
+export { feedQuerySchema, parseFeedQuery, type FeedQuery } from './validation/feed.js';
 export { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX, auditQuerySchema, parseAuditQuery, type AuditQuery } from './validation/audit.js';
 export {
   FLAG_PAGE_MAX,

@@ -42,6 +42,7 @@ import {
   Source,
   TokenKind,
   type DocumentNode,
+  type FieldNode,
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
   type SelectionSetNode,
@@ -139,61 +140,36 @@ function measureSet(
 }
 
 /**
- * Response keys and `context` arguments of the `evaluate` fields in a root selection set,
- * fragments expanded.
+ * Calls `visit` for each field of a root selection set, fragments expanded (each fragment once:
+ * GraphQL merges a fragment spread twice into one execution).
  */
-function collectEvaluations(
+function forEachRootField(
   set: SelectionSetNode,
   fragments: Map<string, FragmentDefinitionNode>,
   visited: Set<string>,
-  keys: Set<string>,
-  contexts: ValueNode[],
+  visit: (field: FieldNode) => void,
 ): void {
   for (const sel of set.selections) {
     switch (sel.kind) {
       case Kind.FIELD:
-        if (sel.name.value === EVALUATE_FIELD) {
-          keys.add(sel.alias?.value ?? sel.name.value);
-          const ctx = sel.arguments?.find((a) => a.name.value === 'context');
-          if (ctx !== undefined) contexts.push(ctx.value);
-        }
+        visit(sel);
         break;
       case Kind.INLINE_FRAGMENT:
-        collectEvaluations(sel.selectionSet, fragments, visited, keys, contexts);
+        forEachRootField(sel.selectionSet, fragments, visited, visit);
         break;
       case Kind.FRAGMENT_SPREAD: {
         const name = sel.name.value;
         if (visited.has(name)) break;
         visited.add(name);
         const def = fragments.get(name);
-        if (def !== undefined) collectEvaluations(def.selectionSet, fragments, visited, keys, contexts);
+        if (def !== undefined) forEachRootField(def.selectionSet, fragments, visited, visit);
         break;
       }
     }
   }
 }
 
-/** Response keys of the fields in a root selection set, fragments expanded, `__typename` aside. */
-function collectRootKeys(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, visited: Set<string>, keys: Set<string>): void {
-  for (const sel of set.selections) {
-    switch (sel.kind) {
-      case Kind.FIELD:
-        if (sel.name.value !== '__typename') keys.add(sel.alias?.value ?? sel.name.value);
-        break;
-      case Kind.INLINE_FRAGMENT:
-        collectRootKeys(sel.selectionSet, fragments, visited, keys);
-        break;
-      case Kind.FRAGMENT_SPREAD: {
-        const name = sel.name.value;
-        if (visited.has(name)) break;
-        visited.add(name);
-        const def = fragments.get(name);
-        if (def !== undefined) collectRootKeys(def.selectionSet, fragments, visited, keys);
-        break;
-      }
-    }
-  }
-}
+const responseKey = (field: FieldNode): string => field.alias?.value ?? field.name.value;
 
 export function measureOperation(doc: DocumentNode, op: OperationDefinitionNode): OperationCost {
   const fragments = fragmentsOf(doc);
@@ -203,13 +179,21 @@ export function measureOperation(doc: DocumentNode, op: OperationDefinitionNode)
   let mutations = 0;
   const contexts: ValueNode[] = [];
   if (op.operation === 'query') {
+    // The response keys and `context` arguments of the `evaluate` fields.
     const keys = new Set<string>();
-    collectEvaluations(op.selectionSet, fragments, new Set(), keys, contexts);
+    forEachRootField(op.selectionSet, fragments, new Set(), (field) => {
+      if (field.name.value !== EVALUATE_FIELD) return;
+      keys.add(responseKey(field));
+      const ctx = field.arguments?.find((arg) => arg.name.value === 'context');
+      if (ctx !== undefined) contexts.push(ctx.value);
+    });
     evaluations = keys.size;
   } else if (op.operation === 'mutation') {
     // Two selections under one response key are merged by GraphQL into one execution.
     const keys = new Set<string>();
-    collectRootKeys(op.selectionSet, fragments, new Set(), keys);
+    forEachRootField(op.selectionSet, fragments, new Set(), (field) => {
+      if (field.name.value !== '__typename') keys.add(responseKey(field));
+    });
     mutations = keys.size;
   }
   return { depth, evaluations, mutations, fields, contexts };

@@ -31,7 +31,8 @@
  *   snapshot); `Flag.schedules`: `VEXIL_MAX_PENDING_SCHEDULES_PER_FLAG`'s default plus the
  *   finished schedules kept, 200; `auditLog`: `first`, else its default page of 100 (at most 500);
  * - a list of an enum (`permissions`, `__Directive.locations`): the enum's values;
- * - introspection lists: the largest such list in the schema;
+ * - `__schema`: its exact count, from running its selection once against the schema (its answer
+ *   depends on no data); lists under `__type(name:)`: the largest such list in the schema;
  * - any other list: the largest of all of the above.
  *
  * A `first` argument bounds any list field it is given to, and a field with `first` that answers
@@ -42,6 +43,8 @@
  * more than any sequence of its mutations can add to one list.
  */
 import {
+  executeSync,
+  print,
   getNullableType,
   isEnumType,
   isInputObjectType,
@@ -51,6 +54,7 @@ import {
   isObjectType,
   isUnionType,
   Kind,
+  OperationTypeNode,
   SchemaMetaFieldDef,
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
@@ -207,6 +211,31 @@ function introspectionOf(schema: GraphQLSchema): Map<string, number> {
   return m;
 }
 
+/**
+ * The values (leaves, as this module counts them) of a `__schema` selection, by running it against
+ * the schema alone; null when it cannot run without the request (a directive with a variable).
+ */
+function introspectionValues(schema: GraphQLSchema, sel: FieldNode, fragments: Map<string, FragmentDefinitionNode>): number | null {
+  const document: DocumentNode = {
+    kind: Kind.DOCUMENT,
+    definitions: [{ kind: Kind.OPERATION_DEFINITION, operation: OperationTypeNode.QUERY, selectionSet: { kind: Kind.SELECTION_SET, selections: [sel] } }, ...fragments.values()],
+  };
+  const result = executeSync({ schema, document });
+  if (result.errors !== undefined || result.data == null) return null;
+  return leafValues(result.data);
+}
+
+/** Leaves of an answer: each scalar or null is one, objects and lists are what they hold. */
+function leafValues(v: unknown): number {
+  if (Array.isArray(v)) return v.reduce((n: number, item) => n + leafValues(item), 0);
+  if (v !== null && typeof v === 'object') {
+    let n = 0;
+    for (const k in v as Record<string, unknown>) n += leafValues((v as Record<string, unknown>)[k]);
+    return n;
+  }
+  return 1;
+}
+
 function fieldDef(schema: GraphQLSchema, parent: GraphQLNamedType, name: string): GraphQLField<unknown, unknown> | undefined {
   if (name === '__typename') return TypeNameMetaFieldDef;
   if (parent === schema.getQueryType()) {
@@ -244,6 +273,8 @@ function fixedValue(n: ShapeNode): number {
 
 class ShapeBuilder {
   private readonly fragments = new Map<string, FragmentDefinitionNode>();
+  /** `__schema` selections of this document already counted, by their text. */
+  private readonly schemaValues = new Map<string, number | null>();
   private readonly active = new Set<string>();
   private readonly introspection: Map<string, number>;
   /** Int defaults of the operation's variables. */
@@ -304,6 +335,15 @@ class ShapeBuilder {
     const name = sel.name.value;
     const def = fieldDef(this.schema, parent, name);
     if (def === undefined) return null; // validation reports it
+    if (def === SchemaMetaFieldDef) {
+      // `__schema` answers the same whatever the organization: its exact value count, from running
+      // the selection once (once per document: the shape is cached with it).
+      // Aliases of one selection run once.
+      const text = print(sel.selectionSet ?? sel);
+      let exact = this.schemaValues.get(text);
+      if (exact === undefined) this.schemaValues.set(text, (exact = introspectionValues(this.schema, sel, this.fragments)));
+      if (exact !== null) return { length: null, levels: 0, first: null, defaultFirst: null, constant: exact, children: [] };
+    }
     let t: GraphQLOutputType = getNullableType(def.type);
     let levels = 0;
     while (isListType(t)) {

@@ -10,14 +10,12 @@
  * a request waits until the replica holds at least the version the front held when it admitted it,
  * so a management read never shows older data than evaluation on the same node.
  */
+import { admissionState } from '../auth/admission-state.js';
 import { setPriority } from 'node:os';
 import { idleThisThread } from '../util/thread-priority.js';
 import type { MessagePort } from 'node:worker_threads';
-import { AuthFailureBudget } from '../auth/auth-failures.js';
-import { KeyCache } from '../auth/key-cache.js';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
-import { findKeyByHash, findKeyWithHash } from '../features/keys/store.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
@@ -28,7 +26,6 @@ import type { Incoming, Reply } from '../http/handler.js';
 import { asVexilError, errorReply } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
-import { RateLimiter } from '../ratelimit/token-bucket.js';
 import type { Runtime } from '../runtime.js';
 import { flagIndexOf } from '../snapshots/flag-index.js';
 import { SnapshotRegistry } from '../snapshots/registry.js';
@@ -234,13 +231,7 @@ export class ManagementActorThread {
         db,
         snapshots,
         // The actor authenticates nothing (the front admits; its key service drops keys through the bus); the schedule runner reads keys by id.
-        keys: new KeyCache((hash) => findKeyByHash(db, hash), {
-          ttlMs: config.keyCacheTtlMs,
-          staleMaxMs: config.keyStaleMaxMs,
-          loadById: (keyId) => findKeyWithHash(db, keyId),
-        }),
-        limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
-        authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
+        ...admissionState(config, db),
         bus: new RelayBus(this.post),
         log,
         pool: null,

@@ -55,15 +55,4 @@ export function bulkEtag(plan: BulkPlan, body: Buffer, now: number): string {
   return '"' + h.digest('base64url').slice(0, 27) + '"';
 }
 
-/** RFC 9110 13.1.2: If-None-Match (a list, weak comparison, or `*`) matches `etag`. */
-export function etagMatches(ifNoneMatch: string, etag: string): boolean {
-  if (ifNoneMatch === '') return false;
-  if (ifNoneMatch === etag) return true;
-  for (let tag of ifNoneMatch.split(',')) {
-    tag = tag.trim();
-    if (tag === '*') return true;
-    if (tag.startsWith('W/')) tag = tag.slice(2);
-    if (tag === etag) return true;
-  }
-  return false;
-}
+export { etagMatches } from '../http/etag.js';

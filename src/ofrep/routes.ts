@@ -19,6 +19,8 @@ import { withRetryAfter } from '../http/problem.js';
 import type { Route } from '../http/router.js';
 import type { Runtime } from '../runtime.js';
 import { OfrepStreams } from './streams.js';
+import { KEY_HEADERS, requestKey } from '../auth/request-key.js';
+import { tooManyStreams } from '../auth/key-streams.js';
 import { OfrepError, ofrepErrorBody } from './errors.js';
 import { bulkEtag, etagMatches } from './etag.js';
 import { evaluateBulk, evaluateOne, planBulk } from './evaluate.js';
@@ -27,27 +29,10 @@ import { parseOfrepRequest, type OfrepRequest } from './request.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 
-/** Seconds a client refused for too many streams is asked to wait: a stream of the key must end first. */
-const STREAMS_RETRY_AFTER_S = 5;
-
-const tooManyStreams = (max: number) =>
-  new VexilError('RATE_LIMITED', `This key has ${max} open event streams on this node (VEXIL_SSE_MAX_STREAMS_PER_KEY); close one first`, { retryAfter: STREAMS_RETRY_AFTER_S });
-
-/** Request headers the OFREP routes read besides x-management-key: the key's other places ... */
-const KEY_HEADERS = ['x-api-key', 'authorization'];
-/** ... and, for bulk, the ETag to match and the Host of the event-stream URL. */
+/** Bulk reads the key (auth/request-key.ts), the ETag to match and the Host of the event-stream URL. */
 const BULK_HEADERS = [...KEY_HEADERS, 'if-none-match', 'host'];
 
 const header = (inc: Incoming, name: string): string => inc.headers[name] ?? '';
-
-/** The key: `X-API-Key`, else `Authorization: Bearer <key>`, else `x-management-key`. */
-export function ofrepKey(inc: Incoming): string {
-  const apiKey = header(inc, 'x-api-key');
-  if (apiKey !== '') return apiKey;
-  const authz = header(inc, 'authorization');
-  if (authz.length > 7 && authz.slice(0, 7).toLowerCase() === 'bearer ') return authz.slice(7).trim();
-  return inc.managementKey;
-}
 
 /**
  * The body as an OFREP request; a body that is not a JSON object is PARSE_ERROR, one the exchange
@@ -86,7 +71,7 @@ export function ofrepRoutes(rt: Runtime): Route[] {
     const etag = bulkEtag(plan, inc.body, rt.now());
     // A matching ETag answers before anything is evaluated.
     if (etagMatches(header(inc, 'if-none-match'), etag)) return { status: 304, raw: '', headers: { etag } };
-    const streams = JSON.stringify(eventStreams(rt, auth, () => hashKey(ofrepKey(inc)), header(inc, 'host')));
+    const streams = JSON.stringify(eventStreams(rt, auth, () => hashKey(requestKey(inc)), header(inc, 'host')));
     return { status: 200, raw: `{"flags":[${evaluateBulk(rt, plan).join(',')}],"eventStreams":${streams}}`, headers: { 'content-type': 'application/json', etag } };
   };
 
@@ -110,7 +95,7 @@ export function ofrepRoutes(rt: Runtime): Route[] {
   const withKey =
     (answer: (auth: Authenticated, inc: Incoming) => Reply | Promise<Reply>) =>
     (inc: Incoming): Reply | Promise<Reply> => {
-      const auth = authenticate(rt, ofrepKey(inc), evalBucket, clientAddress(inc));
+      const auth = authenticate(rt, requestKey(inc), evalBucket, clientAddress(inc));
       return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
     };
 

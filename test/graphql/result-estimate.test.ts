@@ -6,7 +6,7 @@
  * the executed result really holds.
  */
 import fc from 'fast-check';
-import { buildSchema, getIntrospectionQuery, getOperationAST, parse, type GraphQLSchema } from 'graphql';
+import { buildSchema, executeSync, getIntrospectionQuery, getOperationAST, parse, type GraphQLSchema } from 'graphql';
 import t from 'tap';
 import type { Authenticated } from '../../src/auth/authenticate.js';
 import type { Flag, FlagConfig, Organization } from '../../src/domain/types.js';
@@ -51,6 +51,13 @@ t.test('rules per list field', async (t) => {
   t.equal(estimate('{ flags { __typename } }'), 100_000, '__typename counts');
   const intro = estimate(getIntrospectionQuery());
   t.ok(intro > 1000 && intro < 200_000, `the standard introspection query: ${intro}, under the default`);
+  // `__schema` depends on no data: its estimate is the exact count of the leaves it answers.
+  const answered = executeSync({ schema: vexilSchema(), document: parse(getIntrospectionQuery()) });
+  const leaves = (v: unknown): number =>
+    Array.isArray(v) ? v.reduce((n: number, x) => n + leaves(x), 0) : v !== null && typeof v === 'object' ? Object.values(v).reduce((n: number, x) => n + leaves(x), 0) : 1;
+  t.equal(intro, leaves(answered.data), 'the introspection query: exactly the values it answers');
+  t.equal(estimate('{ a: __schema { types { name } } b: __schema { types { name } } }'), 2 * leaves(executeSync({ schema: vexilSchema(), document: parse('{ __schema { types { name } } }') }).data), 'each alias counts');
+  t.ok(estimate('{ __type(name: "Flag") { fields { name } } }') >= Object.keys(vexilSchema().getTypeMap().Flag.toConfig().fields ?? {}).length, '__type: its lists at the largest in the schema');
   const empty = { ...STATS, flags: 0, variants: 0, tags: 0, configs: 0, largest: 1000 };
   t.equal(estimate(attack(20), null, empty), 20, 'an empty organization: one value per field (null or an empty list)');
   t.match(resultViolation(30_000_000, 200_000), /estimated at up to 30000000 values.*VEXIL_GRAPHQL_MAX_RESULT allows at most 200000.*flagConnection\(first:\) or flags\(first:\)/);

@@ -1,6 +1,7 @@
 /**
- * A minimal server-sent-events reader over fetch, for the OFREP stream suites: collects the
- * `data:` payloads of events and tells when the server ends the stream.
+ * A minimal server-sent-events reader over fetch, for the OFREP and snapshot-feed stream suites:
+ * collects the `data:` payloads of events (and their `event:` names) and tells when the server
+ * ends the stream.
  */
 export interface SseStream {
   status: number;
@@ -9,24 +10,29 @@ export interface SseStream {
   text: string;
   /** Every event's data (joined data lines), in order. */
   events: string[];
+  /** Every event's name (`event:`; 'message' without one), in the same order. */
+  names: string[];
   /** The next event not yet taken, or null after `timeoutMs`. */
   next(timeoutMs: number): Promise<string | null>;
+  /** The same, with the event's name. */
+  nextEvent(timeoutMs: number): Promise<{ name: string; data: string } | null>;
   /** Resolves when the server ends the stream (or the connection drops). */
   ended: Promise<void>;
   readonly isEnded: boolean;
   close(): void;
 }
 
-export async function openSse(url: string): Promise<SseStream> {
+export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseStream> {
   const ac = new AbortController();
-  const res = await fetch(url, { signal: ac.signal, headers: { accept: 'text/event-stream' } });
+  const res = await fetch(url, { signal: ac.signal, headers: { accept: 'text/event-stream', ...headers } });
   const events: string[] = [];
+  const names: string[] = [];
   let taken = 0;
   let wake: (() => void) | null = null;
   let isEnded = false;
   if (res.status !== 200 || res.body === null) {
     const text = await res.text();
-    return { status: res.status, headers: res.headers, text, events, next: async () => null, ended: Promise.resolve(), isEnded: true, close: () => {} };
+    return { status: res.status, headers: res.headers, text, events, names, next: async () => null, nextEvent: async () => null, ended: Promise.resolve(), isEnded: true, close: () => {} };
   }
   const reader = res.body.getReader();
   const ended = (async () => {
@@ -41,8 +47,10 @@ export async function openSse(url: string): Promise<SseStream> {
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const block = buf.slice(0, i);
           buf = buf.slice(i + 2);
-          const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
+          const lines = block.split('\n');
+          const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
           if (data.length > 0) {
+            names.push(lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message');
             events.push(data.join('\n'));
             wake?.();
           }
@@ -54,25 +62,34 @@ export async function openSse(url: string): Promise<SseStream> {
     isEnded = true;
     wake?.();
   })();
+  const next = async (timeoutMs: number): Promise<number | null> => {
+    const deadline = Date.now() + timeoutMs;
+    while (taken >= events.length && !isEnded && Date.now() < deadline) {
+      await new Promise<void>((r) => {
+        wake = r;
+        setTimeout(r, Math.max(0, deadline - Date.now()));
+      });
+      wake = null;
+    }
+    return taken < events.length ? taken++ : null;
+  };
   return {
     status: res.status,
     headers: res.headers,
     text: '',
     events,
+    names,
     ended,
     get isEnded() {
       return isEnded;
     },
     async next(timeoutMs: number) {
-      const deadline = Date.now() + timeoutMs;
-      while (taken >= events.length && !isEnded && Date.now() < deadline) {
-        await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, Math.max(0, deadline - Date.now()));
-        });
-        wake = null;
-      }
-      return taken < events.length ? events[taken++] : null;
+      const i = await next(timeoutMs);
+      return i === null ? null : events[i];
+    },
+    async nextEvent(timeoutMs: number) {
+      const i = await next(timeoutMs);
+      return i === null ? null : { name: names[i], data: events[i] };
     },
     close: () => ac.abort(),
   };

@@ -130,6 +130,9 @@ t.test('real responses match the documented response schemas', async (t) => {
   check(z.array(segment.strict()).length(1), (await n.req('GET', '/api/segments', { key: n.adminKey })).body, 'GET /api/segments');
   const segRule = await upsertConfig(n, 'doc-flag', { rules: [{ priority: 1, conditions: [], segments: ['doc-seg'], allocations: [{ variantKey: 'on', percentage: 100 }] }] });
   check(S.FlagConfigSchema.strict(), segRule.body, 'a configuration whose rule names a segment');
+  const feed = await n.req('GET', '/sdk/v1/snapshot?stage=production', { key: ek });
+  t.ok(feed.body.flags.length === 1 && feed.body.segments.length === 1, 'the feed holds the flag and the segment its rule names');
+  check((S.NAMED_SCHEMAS.FeedSnapshot as z.ZodObject).strict(), feed.body, 'GET /sdk/v1/snapshot');
   check(z.array(S.AuditEventSchema.strict()).min(1), (await n.req('GET', '/api/audit', { key: n.adminKey })).body, 'GET /api/audit');
   check(S.LiveSchema.strict(), (await n.req('GET', '/livez')).body, '/livez');
   check(S.ReadySchema.strict(), (await n.req('GET', '/readyz')).body, '/readyz');

@@ -9,17 +9,19 @@ import { registerSchemas } from '../../openapi/schemas.js';
 
 const dateTime = z.iso.datetime({ offset: true });
 
+export const SegmentSchema = z.object({
+  name: z.string(),
+  description: z.string().nullable(),
+  application: z.string().nullable().meta({ description: 'null: an organization-wide segment' }),
+  conditions: z.array(z.object({ field: z.string(), operator: z.string(), value: z.unknown() })),
+  createdAt: dateTime,
+  updatedAt: dateTime,
+});
+
 registerSchemas({
   CreateSegmentInput: createSegmentSchema,
   UpdateSegmentInput: updateSegmentSchema,
-  Segment: z.object({
-    name: z.string(),
-    description: z.string().nullable(),
-    application: z.string().nullable().meta({ description: 'null: an organization-wide segment' }),
-    conditions: z.array(z.object({ field: z.string(), operator: z.string(), value: z.unknown() })),
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  }),
+  Segment: SegmentSchema,
 });
 
 const AUTH_ERRORS = [400, 401, 402, 403, 429];
