@@ -92,6 +92,8 @@ function usage(): string {
     '              VEXIL_BENCH_ISOLATION_RATE req/s, VEXIL_BENCH_ADMIN_PAUSE_MS (0) between admin requests',
     '  large-org   page, search, full list, GraphQL pages, the refused document (VEXIL_BENCH_LARGE_REPS, 10) and the UI',
     '              figures of bench/results/ui-100k.json (VEXIL_BENCH_UI_JSON); both: VEXIL_BENCH_ORG_FLAGS (100000)',
+    '  provider    the in-process OpenFeature provider: evaluations/s on one core (resolve, resolveBooleanEvaluation,',
+    '              client.getBooleanValue) beside REST; initialize on a VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_SEC, 2)',
   ].join('\n');
 }
 

@@ -60,8 +60,6 @@ const schema = z.object({
   VEXIL_REQUIRE_NATIVE_HTTP: z.enum(['0', '1', 'true', 'false']).default('0'),
   VEXIL_HTTP_FRONT: z.enum(['auto', 'node']).default('auto'),
   VEXIL_SHUTDOWN_GRACE_MS: intIn(0, 600_000).default(10_000),
-  // How the management actor yields its core (docs/cluster.md, "Threads").
-  VEXIL_ACTOR_PRIORITY: z.enum(['idle', 'nice']).default('nice'),
   // Origins a browser may call the OFREP routes from: `*`, or a comma-separated list of scheme://host[:port].
   VEXIL_CORS_ORIGINS: z
     .string()
@@ -145,8 +143,6 @@ export interface Config {
   httpFront: 'auto' | 'node';
   /** Time in-flight requests get after SIGTERM/SIGINT (README, "Health checks"). */
   shutdownGraceMs: number;
-  /** VEXIL_ACTOR_PRIORITY: `nice` (nice 10) or `idle` (SCHED_IDLE as well). */
-  actorPriority: 'idle' | 'nice';
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `GET /metrics` and the per-request metrics (off: only to measure their cost). */
   metrics: boolean;
@@ -215,7 +211,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requireNativeHttp: e.VEXIL_REQUIRE_NATIVE_HTTP === '1' || e.VEXIL_REQUIRE_NATIVE_HTTP === 'true',
     httpFront: e.VEXIL_HTTP_FRONT,
     shutdownGraceMs: e.VEXIL_SHUTDOWN_GRACE_MS,
-    actorPriority: e.VEXIL_ACTOR_PRIORITY,
     logLevel: e.VEXIL_LOG_LEVEL,
     metrics: e.VEXIL_METRICS === '1' || e.VEXIL_METRICS === 'true',
     metricsToken: e.VEXIL_METRICS_TOKEN ?? null,

@@ -8,7 +8,7 @@
  * bundles this module.
  */
 import type { Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../domain/types.js';
-import { buildSnapshot, type OrgSnapshot } from '../engine/index.js';
+import { buildSnapshot, compileFlag, compileSegment, putFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';
 
 /** The format this module reads and the server writes (`format` in every body and event). */
 export const FEED_FORMAT = 1;
@@ -117,6 +117,34 @@ export function applyFeedChange(held: FeedSnapshot, change: unknown): FeedSnapsh
     flags: merge(held.flags, c.flags, c.removedFlags, (f) => f.flag.name),
     segments: merge(held.segments, c.segments, c.removedSegments, (s) => s.name),
   };
+}
+
+/** A decoded feed: the body held and the OrgSnapshot compiled from it. */
+export interface DecodedFeed {
+  feed: FeedSnapshot;
+  snapshot: OrgSnapshot;
+}
+
+/**
+ * `held` brought forward by `change` (applyFeedChange), its snapshot changed in place as the
+ * node's snapshot registry changes its own (docs/snapshots.md): only the flags and segments the
+ * change carries are compiled again; a change of the organization rebuilds it. null on a gap, and
+ * then `held` is untouched.
+ */
+export function applyFeedChangeDecoded(held: DecodedFeed, change: unknown): DecodedFeed | null {
+  const feed = applyFeedChange(held.feed, change);
+  if (feed === null) return null;
+  const c = change as FeedChange;
+  if (c.organization !== undefined) return { feed, snapshot: decodeFeed(feed) };
+  const snapshot = held.snapshot;
+  for (const name of c.removedFlags ?? []) snapshot.flags.delete(name);
+  for (const f of c.flags ?? []) putFlag(snapshot, compileFlag(f.flag, f.configs));
+  // decodeFeed's buildSnapshot always makes the segments a Map.
+  const segments = snapshot.segments as Map<string, CompiledSegment>;
+  for (const name of c.removedSegments ?? []) segments.delete(name);
+  for (const s of c.segments ?? []) segments.set(s.name, compileSegment(s));
+  snapshot.org = { ...snapshot.org, version: feed.version };
+  return { feed, snapshot };
 }
 
 /** `list` with `put` replacing or adding by name and `removed` left out, sorted by name. */

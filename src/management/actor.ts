@@ -12,7 +12,6 @@
  */
 import { admissionState } from '../auth/admission-state.js';
 import { setPriority } from 'node:os';
-import { idleThisThread } from '../util/thread-priority.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
@@ -205,8 +204,6 @@ export class ManagementActorThread {
     const config = m.config;
     this.pieces = new Uint8Array(m.pieces);
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
-    // docs/cluster.md, "Threads": idle lets any other thread of the node take the core at once.
-    if (config.actorPriority === 'idle' && !idleThisThread()) log.warn('VEXIL_ACTOR_PRIORITY=idle: chrt could not set SCHED_IDLE; the actor stays at nice 10', {});
     let db: Database;
     try {
       db = await openDatabase(m);

@@ -7,6 +7,7 @@ import type { Authenticated } from '../auth/authenticate.js';
 import { contextLimitError, DEFAULT_CONTEXT_LIMITS, measureContext, type ContextLimits } from '../domain/validation.js';
 import { USER_ID_MAX, describeType, isPlainObject } from '../domain/validation/common.js';
 import type { EvaluationRequest } from '../features/evaluation/service.js';
+import { evaluationContextOf } from './context.js';
 import { OfrepError } from './errors.js';
 
 /** An OFREP request read from its body: `context` split into Vexil's evaluation input. */
@@ -18,8 +19,6 @@ export interface OfrepRequest {
   /** `context` without targetingKey, stage and clientId; null when nothing is left. */
   context: Record<string, unknown> | null;
 }
-
-const RESERVED = new Set(['targetingKey', 'stage', 'clientId']);
 
 /**
  * The parsed body (an object; the caller turned non-JSON into PARSE_ERROR) as an OfrepRequest.
@@ -45,11 +44,7 @@ export function parseOfrepRequest(body: Record<string, unknown>, flagKey: string
   if (clientId !== undefined && clientId !== null && (typeof clientId !== 'string' || clientId === '')) {
     throw invalid(`context.clientId: expected a non-empty string or null, got ${describeType(clientId)}`);
   }
-  let rest: Record<string, unknown> | null = null;
-  for (const k in c) {
-    if (RESERVED.has(k)) continue;
-    (rest ??= {})[k] = c[k];
-  }
+  const rest = evaluationContextOf(c);
   // The context limits of docs/limits.md, 'Evaluation contexts' (VEXIL_CONTEXT_MAX_DEPTH / VEXIL_CONTEXT_MAX_VALUES), on the whole context.
   const tooBig = contextLimitError(measureContext(c, limits), limits);
   if (tooBig !== null) throw invalid(tooBig.message);

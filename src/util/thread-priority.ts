@@ -9,8 +9,7 @@
  * more than the actor itself spent at nice 10; on a node pinned to one core that CPU came out of the
  * front thread's, and evaluations waited (docs/benchmarks.md, "Large organizations").
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
 /**
@@ -40,19 +39,3 @@ export function yieldHelperThreads(nice: number): number {
   return changed;
 }
 
-/**
- * Puts the calling thread in SCHED_IDLE (Linux, through util-linux's `chrt`): the scheduler then
- * preempts it the moment any normal thread on its core wakes, instead of letting it finish its
- * slice first, as it does for a thread that is only niced. Returns false where that is not
- * possible (not Linux, no `chrt`, not permitted); the thread keeps its policy then.
- */
-export function idleThisThread(): boolean {
-  if (process.platform !== 'linux') return false;
-  try {
-    const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
-    execFileSync('chrt', ['--idle', '--pid', '0', tid], { stdio: 'ignore', timeout: 2000 });
-    return true;
-  } catch {
-    return false;
-  }
-}

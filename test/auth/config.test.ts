@@ -34,8 +34,6 @@ t.test('valid values are read', async (t) => {
   });
   t.match(c, { host: '0.0.0.0', port: 0, bootstrapAdminKey: key, operatorToken: 'x'.repeat(16), rateLimitEval: 5, rateLimitMgmt: 0.5, databaseUrl: 'postgresql://u@h/db', requireNativeHttp: true, httpFront: 'node', shutdownGraceMs: 2500 });
   t.equal(loadConfig({ PORT: '65535' }).port, 65535);
-  t.equal(loadConfig({}).actorPriority, 'nice');
-  t.equal(loadConfig({ VEXIL_ACTOR_PRIORITY: 'idle' }).actorPriority, 'idle');
 });
 
 t.test('a bad PORT is refused naming PORT', async (t) => {
@@ -58,7 +56,6 @@ t.test('other bad settings name their variable', async (t) => {
   refused(t, { VEXIL_KEY_CACHE_TTL_MS: '-1' }, 'VEXIL_KEY_CACHE_TTL_MS');
   refused(t, { VEXIL_REQUIRE_NATIVE_HTTP: 'yes' }, 'VEXIL_REQUIRE_NATIVE_HTTP');
   refused(t, { VEXIL_HTTP_FRONT: 'uws' }, 'VEXIL_HTTP_FRONT');
-  refused(t, { VEXIL_ACTOR_PRIORITY: 'realtime' }, 'VEXIL_ACTOR_PRIORITY');
   refused(t, { VEXIL_SHUTDOWN_GRACE_MS: '-1' }, 'VEXIL_SHUTDOWN_GRACE_MS');
   refused(t, { VEXIL_LOG_LEVEL: 'verbose' }, 'VEXIL_LOG_LEVEL');
 });

@@ -32,7 +32,8 @@ echo "node $(node --version) from $node_bin"
 [ -d dist ] || npm run build
 # What depends on the Node.js version: the native front and the fallback (HTTP parsing, timeouts,
 # back-pressure), worker threads (the evaluation pool, the management actor with PGlite's WASM,
-# shared memory), graphql-jit's generated code, and the REST, GraphQL and evaluation surfaces on top.
+# shared memory), graphql-jit's generated code, the REST, GraphQL and evaluation surfaces on top, and
+# the in-process provider (fetch, web streams and timers of the Node.js it runs in).
 # The pure-logic and scale suites (fast-check walks, 100,000 flags, cluster faults) run on the main
 # Node.js in CI; any of them runs here too with `bash test/node-versions/run.sh 22 <files>`.
 suites=(
@@ -43,6 +44,7 @@ suites=(
   test/graphql/transport.test.ts test/graphql/fields.test.ts test/graphql/errors.test.ts
   test/engine/engine.test.ts test/engine/golden.test.ts test/engine/conditions.test.ts
   test/cluster/pool.test.ts
+  test/provider/parity.test.ts test/provider/lifecycle.test.ts test/provider/gap.test.ts
 )
 [ $# -gt 1 ] && suites=("${@:2}")
 # terse: failures and the summary only (the main suite's log already shows every assertion).

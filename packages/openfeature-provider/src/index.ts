@@ -1,0 +1,407 @@
+/**
+ * `@vexil/openfeature-provider`: an OpenFeature server provider for Node.js that evaluates in
+ * process (docs/feed.md, "Evaluating from the feed"; packages/openfeature-provider/README.md).
+ * It loads `GET /sdk/v1/snapshot`, follows `GET /sdk/v1/stream` and answers every evaluation
+ * from the data it holds with the server's own engine (src/engine, through src/feed/decode.ts),
+ * the OpenFeature context and the reasons mapped as OFREP maps them (docs/ofrep.md). The build
+ * bundles those modules into the package (packages/openfeature-provider/build.mjs).
+ */
+import {
+  ErrorCode,
+  OpenFeatureEventEmitter,
+  ProviderEvents,
+  StandardResolutionReasons,
+  type EvaluationContext,
+  type JsonValue,
+  type Provider,
+  type ResolutionDetails,
+} from '@openfeature/server-sdk';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { evaluateFlag, type OrgSnapshot } from '../../../src/engine/index.js';
+import { applyFeedChangeDecoded, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/feed/decode.js';
+import { reasonOf } from '../../../src/ofrep/answer.js';
+import { evaluationContextOf } from '../../../src/ofrep/context.js';
+
+export interface VexilProviderOptions {
+  /** The node's base URL, e.g. `http://vexil:8080`. */
+  url: string;
+  /** A key with CanEvaluate for one application (sent as `X-API-Key`). */
+  key: string;
+  /** The stage to evaluate in (the key's environment scope when left out). */
+  stage?: string;
+  /** A file to keep the last data in, to start from when the node cannot be reached. */
+  cacheFile?: string;
+  /** Reconnection backoff: the first delay (250 ms) and the cap (30 s); each delay is jittered. */
+  minReconnectDelayMs?: number;
+  maxReconnectDelayMs?: number;
+  /** How long a snapshot request may take (5 s). */
+  requestTimeoutMs?: number;
+  /** A stream that sends nothing for this long is reconnected (60 s; the node comments every 25 s). */
+  idleTimeoutMs?: number;
+}
+
+export type FlagType = 'boolean' | 'string' | 'number' | 'object';
+
+/** One event of a Server-Sent Events stream. */
+interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/**
+ * The OpenFeature provider. Evaluation is synchronous work on the held data: it never waits on the
+ * network and never throws (an error is an answer with an `errorCode` and the default value).
+ */
+export class VexilProvider implements Provider {
+  readonly metadata = { name: 'vexil' } as const;
+  readonly runsOn = 'server' as const;
+  readonly events: OpenFeatureEventEmitter = new OpenFeatureEventEmitter();
+
+  private readonly base: string;
+  private readonly query: string;
+  private held: FeedSnapshot | null = null;
+  private snapshot: OrgSnapshot | null = null;
+  /** The feed's application, lower-cased: flags of another application are parents only. */
+  private application = '';
+  private stage = '';
+  private closed = false;
+  private following = false;
+  /** Whether the provider has told the SDK it is not current (STALE or ERROR). */
+  private notCurrent = false;
+  private attempt = 0;
+  private lastGap = 0;
+  private stream: AbortController | null = null;
+  private sleepTimer: ReturnType<typeof setTimeout> | null = null;
+  private wake: (() => void) | null = null;
+  private cacheWriting: Promise<void> | null = null;
+  private cacheDirty = false;
+
+  constructor(private readonly options: VexilProviderOptions) {
+    this.base = options.url.replace(/\/+$/, '');
+    this.query = options.stage === undefined ? '' : `?stage=${encodeURIComponent(options.stage)}`;
+  }
+
+  /** Loads the snapshot (or, when the node cannot be reached, the cache file: STALE), then follows the stream. */
+  async initialize(): Promise<void> {
+    this.closed = false;
+    try {
+      this.take(await this.getSnapshot());
+    } catch (err) {
+      const cached = await this.readCache();
+      this.follow();
+      if (cached === null) {
+        this.notCurrent = true;
+        throw new Error(`Vexil: cannot load the feed from ${this.base}: ${messageOf(err)}`);
+      }
+      this.take(cached);
+      this.notCurrent = true;
+      // The SDK marks the provider READY once this resolves; STALE must come after that.
+      setTimeout(() => {
+        if (this.notCurrent && !this.closed) this.events.emit(ProviderEvents.Stale, { message: `Vexil: ${this.base} unreachable, answering from ${this.options.cacheFile}` });
+      }, 0);
+      return;
+    }
+    this.follow();
+  }
+
+  async onClose(): Promise<void> {
+    this.closed = true;
+    this.stream?.abort();
+    this.wake?.();
+    await this.cacheWriting;
+  }
+
+  resolveBooleanEvaluation(flagKey: string, defaultValue: boolean, context: EvaluationContext): Promise<ResolutionDetails<boolean>> {
+    return Promise.resolve(this.resolve(flagKey, defaultValue, context, 'boolean'));
+  }
+
+  resolveStringEvaluation(flagKey: string, defaultValue: string, context: EvaluationContext): Promise<ResolutionDetails<string>> {
+    return Promise.resolve(this.resolve(flagKey, defaultValue, context, 'string'));
+  }
+
+  resolveNumberEvaluation(flagKey: string, defaultValue: number, context: EvaluationContext): Promise<ResolutionDetails<number>> {
+    return Promise.resolve(this.resolve(flagKey, defaultValue, context, 'number'));
+  }
+
+  resolveObjectEvaluation<T extends JsonValue>(flagKey: string, defaultValue: T, context: EvaluationContext): Promise<ResolutionDetails<T>> {
+    return Promise.resolve(this.resolve(flagKey, defaultValue, context, 'object'));
+  }
+
+  /** The data version held (null before any data). */
+  get version(): number | null {
+    return this.held?.version ?? null;
+  }
+
+  /**
+   * One evaluation, synchronously, from the held data: what `POST /flags/{name}` answers for the
+   * same data (value, variant, reason as OFREP maps it, `flagMetadata.reasonCode`).
+   */
+  resolve<T>(flagKey: string, defaultValue: T, context: EvaluationContext, type: FlagType): ResolutionDetails<T> {
+    try {
+      const snapshot = this.snapshot;
+      if (snapshot === null) return failed(defaultValue, ErrorCode.PROVIDER_NOT_READY, 'Vexil: no flag data yet');
+      const cf = snapshot.flags.get(flagKey);
+      if (cf === undefined || cf.flag.project.toLowerCase() !== this.application) {
+        return failed(defaultValue, ErrorCode.FLAG_NOT_FOUND, `Flag '${flagKey}' was not found`);
+      }
+      const userId = context.targetingKey;
+      if (userId === undefined || userId === '') return failed(defaultValue, ErrorCode.TARGETING_KEY_MISSING, 'targetingKey is required (it is the userId)');
+      if (typeof userId !== 'string') return failed(defaultValue, ErrorCode.INVALID_CONTEXT, 'targetingKey: expected a string');
+      const clientId = context.clientId ?? null;
+      if (clientId !== null && (typeof clientId !== 'string' || clientId === '')) {
+        return failed(defaultValue, ErrorCode.INVALID_CONTEXT, 'clientId: expected a non-empty string or null');
+      }
+      const stage = this.stage;
+      const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evaluationContextOf(context) }, Date.now());
+      const flagMetadata = { reasonCode: ev.reason.code };
+      const reason = reasonOf(ev, cf, stage, clientId);
+      // An outcome without a variant: the code default, as OFREP leaves `value` out.
+      if (ev.key === null) return { value: defaultValue, reason, flagMetadata };
+      const value = ev.variant;
+      if (!(type === 'object' ? typeof value === 'object' && value !== null : typeof value === type)) {
+        return { ...failed(defaultValue, ErrorCode.TYPE_MISMATCH, `Flag '${flagKey}' is not a ${type}`), flagMetadata };
+      }
+      return { value: value as T, variant: ev.key, reason, flagMetadata };
+    } catch (err) {
+      return failed(defaultValue, ErrorCode.GENERAL, `Vexil: ${messageOf(err)}`);
+    }
+  }
+
+  // ---- data -------------------------------------------------------------------------------------
+
+  /** Holds a whole body (a snapshot, the cache, a stream's `snapshot` event); says which flags changed. */
+  private take(json: unknown): void {
+    const feed = readFeedSnapshot(json);
+    const before = this.held;
+    if (before !== null && before.version === feed.version) return;
+    this.hold(feed, decodeFeed(feed));
+    if (before !== null) {
+      const flagsChanged = changedFlags(before, feed);
+      if (flagsChanged.length > 0 || JSON.stringify(before.organization) !== JSON.stringify(feed.organization)) {
+        this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged });
+      }
+    }
+  }
+
+  /** Applies a `change` event; false on a gap (the caller reloads). */
+  private change(json: unknown): boolean {
+    const held = this.held!;
+    const next = applyFeedChangeDecoded({ feed: held, snapshot: this.snapshot! }, json);
+    if (next === null) return false;
+    const c = json as FeedChange;
+    this.hold(next.feed, next.snapshot);
+    // An organization or segment change can alter any flag's answer.
+    const names =
+      c.organization !== undefined || c.segments !== undefined || c.removedSegments !== undefined
+        ? [...new Set([...held.flags, ...next.feed.flags].map((f) => f.flag.name))]
+        : [...(c.flags ?? []).map((f) => f.flag.name), ...(c.removedFlags ?? [])];
+    this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged: names });
+    return true;
+  }
+
+  private hold(feed: FeedSnapshot, snapshot: OrgSnapshot): void {
+    this.held = feed;
+    this.snapshot = snapshot;
+    this.application = feed.application.toLowerCase();
+    this.stage = feed.stage;
+    this.writeCache();
+  }
+
+  // ---- network ----------------------------------------------------------------------------------
+
+  private headers(): Record<string, string> {
+    return { 'x-api-key': this.options.key };
+  }
+
+  private async getSnapshot(): Promise<unknown> {
+    const res = await fetch(`${this.base}/sdk/v1/snapshot${this.query}`, {
+      headers: this.headers(),
+      signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 5000),
+    });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new Error(`GET /sdk/v1/snapshot: HTTP ${res.status}`);
+    }
+    return res.json();
+  }
+
+  /** Follows the stream until closed: reconnects with jittered, capped backoff; reloads at once on a gap. */
+  private async follow(): Promise<void> {
+    if (this.following) return;
+    this.following = true;
+    while (!this.closed) {
+      let gap = false;
+      try {
+        gap = await this.readStream();
+      } catch {
+        // A refused connection, an HTTP error, a dropped or idle stream: reconnect below.
+      }
+      if (this.closed) break;
+      // A gap reloads at once, unless the last one was under a second ago (then with backoff).
+      if (gap && Date.now() - this.lastGap > 1000) {
+        this.lastGap = Date.now();
+        continue;
+      }
+      if (!this.notCurrent && this.held !== null) {
+        this.notCurrent = true;
+        this.events.emit(ProviderEvents.Stale, { message: `Vexil: lost the stream from ${this.base}; reconnecting` });
+      }
+      await this.sleep(this.backoff());
+    }
+    this.following = false;
+  }
+
+  /** The next reconnection delay: exponential from the minimum, capped, with full jitter on its upper half. */
+  private backoff(): number {
+    const min = this.options.minReconnectDelayMs ?? 250;
+    const max = this.options.maxReconnectDelayMs ?? 30_000;
+    const d = Math.min(max, min * 2 ** Math.min(this.attempt++, 20));
+    return d / 2 + Math.random() * (d / 2);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = () => {
+        if (this.sleepTimer !== null) clearTimeout(this.sleepTimer);
+        this.wake = null;
+        resolve();
+      };
+      this.sleepTimer = setTimeout(this.wake, ms);
+    });
+  }
+
+  /** One stream connection; resolves true on a gap, false when the stream ends. */
+  private async readStream(): Promise<boolean> {
+    const ac = new AbortController();
+    this.stream = ac;
+    const idleMs = this.options.idleTimeoutMs ?? 60_000;
+    let idle = setTimeout(() => ac.abort(), idleMs);
+    try {
+      const res = await fetch(`${this.base}/sdk/v1/stream${this.query}`, { headers: { ...this.headers(), accept: 'text/event-stream' }, signal: ac.signal });
+      if (res.status !== 200 || res.body === null) {
+        await res.body?.cancel();
+        if (res.status === 401 || res.status === 403) this.events.emit(ProviderEvents.Error, { message: `Vexil: the stream answered HTTP ${res.status}` });
+        throw new Error(`GET /sdk/v1/stream: HTTP ${res.status}`);
+      }
+      for await (const ev of sseEvents(res.body, () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => ac.abort(), idleMs);
+      })) {
+        if (this.closed) return false;
+        if (ev.event === 'snapshot') {
+          // A snapshot of the version held (the usual first event) is not parsed again.
+          if (versionOf(ev.data) !== this.held?.version) this.take(JSON.parse(ev.data));
+          this.attempt = 0;
+          if (this.notCurrent) {
+            this.notCurrent = false;
+            this.events.emit(ProviderEvents.Ready, { message: `Vexil: following ${this.base}` });
+          }
+        } else if (ev.event === 'change' && this.held !== null) {
+          if (!this.change(JSON.parse(ev.data))) return true;
+        }
+      }
+      return false;
+    } finally {
+      clearTimeout(idle);
+      ac.abort();
+    }
+  }
+
+  // ---- cache file -------------------------------------------------------------------------------
+
+  private async readCache(): Promise<unknown | null> {
+    const file = this.options.cacheFile;
+    if (file === undefined) return null;
+    try {
+      const json = JSON.parse(await readFile(file, 'utf8'));
+      const feed = readFeedSnapshot(json);
+      // Data of another stage is no answer for this one.
+      const stage = this.options.stage;
+      return stage === undefined || feed.stage.toLowerCase() === stage.toLowerCase() ? json : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Writes the held data to the cache file (a temporary file renamed over it), one write at a time. */
+  private writeCache(): void {
+    const file = this.options.cacheFile;
+    if (file === undefined) return;
+    if (this.cacheWriting !== null) {
+      this.cacheDirty = true;
+      return;
+    }
+    const write = async () => {
+      do {
+        this.cacheDirty = false;
+        const tmp = `${file}.${process.pid}.tmp`;
+        try {
+          await writeFile(tmp, JSON.stringify(this.held));
+          await rename(tmp, file);
+        } catch {
+          // The cache is a convenience: a failed write leaves the previous file.
+        }
+      } while (this.cacheDirty && !this.closed);
+      this.cacheWriting = null;
+    };
+    this.cacheWriting = write();
+  }
+}
+
+/** The `version` at the head of a snapshot body (`{"format":1,"version":N,…`, docs/feed.md), or null. */
+function versionOf(data: string): number | null {
+  const m = /^\{"format":1,"version":(\d+),/.exec(data.slice(0, 48));
+  return m === null ? null : Number(m[1]);
+}
+
+function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {
+  return { value, reason: StandardResolutionReasons.ERROR, errorCode, errorMessage };
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? (err.cause instanceof Error ? `${err.message} (${err.cause.message})` : err.message) : String(err);
+}
+
+/** The names of the flags added, changed or removed between two bodies. */
+function changedFlags(a: FeedSnapshot, b: FeedSnapshot): string[] {
+  const old = new Map(a.flags.map((f) => [f.flag.name, JSON.stringify(f)]));
+  const out: string[] = [];
+  for (const f of b.flags) {
+    if (old.get(f.flag.name) !== JSON.stringify(f)) out.push(f.flag.name);
+    old.delete(f.flag.name);
+  }
+  return [...out, ...old.keys()];
+}
+
+/** The events of a Server-Sent Events body; `onData` is called on every chunk (comments included). */
+async function* sseEvents(body: ReadableStream<Uint8Array>, onData: () => void): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event = '';
+  let data: string[] = [];
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    onData();
+    // Only the new text is searched for line ends: a snapshot event is one long line.
+    let from = buffer.length;
+    buffer += decoder.decode(chunk, { stream: true });
+    let start = 0;
+    let nl: number;
+    while ((nl = buffer.indexOf('\n', from)) >= 0) {
+      let line = buffer.slice(start, nl);
+      start = from = nl + 1;
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (line === '') {
+        if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+        event = '';
+        data = [];
+      } else if (!line.startsWith(':')) {
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') event = value;
+        else if (field === 'data') data.push(value);
+      }
+    }
+    buffer = buffer.slice(start);
+  }
+}
