@@ -106,6 +106,9 @@ import type { FlagConfig, Flag as ServerFlag, ManagementKey as ServerKey } from 
 
 export type {
   Allocation,
+  Schedule,
+  ScheduleStatus,
+  Segment,
   Condition,
   FlagConfig,
   FlagDependency as Dependency,
@@ -122,11 +125,15 @@ export type ManagementKey = Omit<ServerKey, 'orgId'>;
 export interface Evaluation { key: string | null; variant: unknown; reason: { code: string; message: string; ruleId: string | null } }
 
 export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPercentage
-  rules { id priority conditions { field operator value } allocations { variantKey percentage } }
+  rules { id priority conditions { field operator value } segments allocations { variantKey percentage } }
   activeFrom activeUntil enrollmentCutoff`;
 export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType }
   environments dependencies { flag variants } createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
+/** Segments (docs/api.md, "Segments"). */
+export const SEGMENT_FIELDS = 'name description application conditions { field operator value } createdAt updatedAt';
+/** A flag's scheduled changes (docs/api.md, "Scheduled changes"): the configuration as CONFIG_FIELDS selects it. */
+export const SCHEDULE_FIELDS = `id flag at stage clientId enabled config { ${CONFIG_FIELDS} } createdBy { keyId keyName } status appliedAt error`;
 
 // ---- what the key may do (GraphQL `viewer`; docs/api.md, "Admin web UI") ----------------------
 

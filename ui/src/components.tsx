@@ -66,6 +66,8 @@ export function ConfirmButton(props: {
   label: string;
   question: string;
   confirmLabel?: string;
+  /** The button that keeps things as they are ("Cancel" unless given). */
+  keepLabel?: string;
   disabled?: boolean;
   danger?: boolean;
   describedBy?: string;
@@ -94,7 +96,7 @@ export function ConfirmButton(props: {
         {props.confirmLabel ?? `Yes, ${props.label.toLowerCase()}`}
       </button>
       <button type="button" onClick={() => setAsking(false)}>
-        Cancel
+        {props.keepLabel ?? 'Cancel'}
       </button>
     </span>
   );

@@ -4,13 +4,14 @@
  * `rules[0].conditions[1].field`, ...) so that the API's messages land next to the same controls.
  */
 import { isValidFieldPath, OPERATORS } from '../../src/domain/condition-syntax';
-import type { Flag, FlagConfig } from './api';
+import type { Condition, Flag, FlagConfig } from './api';
 
 export { OPERATORS };
 
 export interface ConditionDraft { field: string; operator: string; value: string }
 export interface AllocationDraft { variantKey: string; percentage: string }
-export interface RuleDraft { id: string | null; priority: string; conditions: ConditionDraft[]; allocations: AllocationDraft[] }
+/** `segments`: names of segments the context must be in besides the conditions (docs/api.md, "Segments"). */
+export interface RuleDraft { id: string | null; priority: string; conditions: ConditionDraft[]; segments: string[]; allocations: AllocationDraft[] }
 export interface ConfigDraft {
   stage: string;
   clientId: string | null;
@@ -52,6 +53,32 @@ export function parseValue(text: string): unknown {
   }
 }
 
+/** Conditions as the API has them -> drafts (the rule editor and the segments page). */
+export const conditionDrafts = (conditions: readonly Condition[]): ConditionDraft[] =>
+  conditions.map((x) => ({ field: x.field, operator: x.operator, value: valueText(x.value) }));
+
+export const newCondition = (): ConditionDraft => ({ field: '', operator: '==', value: '' });
+
+/**
+ * Checks condition drafts and answers them as API input; errors go to `${at}.conditions[j].field`
+ * and `.operator` (`at`: `rules[0]`, or '' for a segment's own conditions).
+ */
+export function conditionsInput(conditions: ConditionDraft[], at: string, errors: Errors): Condition[] {
+  return conditions.map((c, j) => {
+    const cat = conditionPath(at, j);
+    if (!isValidFieldPath(c.field)) errors[`${cat}.field`] = "Enter a field path: letters, digits, '_' and dots (for example country or user.plan).";
+    if (!OPERATORS.includes(c.operator)) errors[`${cat}.operator`] = 'Choose an operator.';
+    return { field: c.field, operator: c.operator, value: parseValue(c.value) };
+  });
+}
+
+/** The API's path of condition `j` under `at` (`rules[0].conditions[1]`, or `conditions[1]`). */
+export const conditionPath = (at: string, j: number) => `${at ? `${at}.` : ''}conditions[${j}]`;
+
+/** The error paths of condition drafts under `at`. */
+export const conditionPaths = (conditions: ConditionDraft[], at: string): string[] =>
+  conditions.flatMap((_, j) => ['field', 'operator', 'value'].map((f) => `${conditionPath(at, j)}.${f}`));
+
 export function draftOf(flag: Flag, stage: string, clientId: string | null, c: FlagConfig | undefined): ConfigDraft {
   return {
     stage,
@@ -65,7 +92,8 @@ export function draftOf(flag: Flag, stage: string, clientId: string | null, c: F
     rules: (c?.rules ?? []).map((r) => ({
       id: r.id,
       priority: String(r.priority),
-      conditions: r.conditions.map((x) => ({ field: x.field, operator: x.operator, value: valueText(x.value) })),
+      conditions: conditionDrafts(r.conditions),
+      segments: [...(r.segments ?? [])],
       allocations: r.allocations.map((a) => ({ variantKey: a.variantKey, percentage: String(a.percentage) })),
     })),
   };
@@ -73,7 +101,7 @@ export function draftOf(flag: Flag, stage: string, clientId: string | null, c: F
 
 export function newRule(flag: Flag, rules: RuleDraft[]): RuleDraft {
   const max = rules.reduce((m, r) => Math.max(m, Number(r.priority) || 0), 0);
-  return { id: null, priority: String(max + 1), conditions: [{ field: '', operator: '==', value: '' }], allocations: [{ variantKey: flag.variants[0]?.key ?? '', percentage: '100' }] };
+  return { id: null, priority: String(max + 1), conditions: [newCondition()], segments: [], allocations: [{ variantKey: flag.variants[0]?.key ?? '', percentage: '100' }] };
 }
 
 function percent(text: string, path: string, errors: Errors, optional = false): number | null {
@@ -102,12 +130,7 @@ export function toInput(flag: Flag, d: ConfigDraft): { errors: Errors; input?: R
     const at = `rules[${i}]`;
     const priority = Number(r.priority);
     if (r.priority.trim() === '' || !Number.isInteger(priority)) errors[`${at}.priority`] = 'Enter a whole number (lower runs first).';
-    const conditions = r.conditions.map((c, j) => {
-      const cat = `${at}.conditions[${j}]`;
-      if (!isValidFieldPath(c.field)) errors[`${cat}.field`] = "Enter a field path: letters, digits, '_' and dots (for example country or user.plan).";
-      if (!OPERATORS.includes(c.operator)) errors[`${cat}.operator`] = 'Choose an operator.';
-      return { field: c.field, operator: c.operator, value: parseValue(c.value) };
-    });
+    const conditions = conditionsInput(r.conditions, at, errors);
     let sum = 0;
     const allocations = r.allocations.map((a, j) => {
       const aat = `${at}.allocations[${j}]`;
@@ -118,7 +141,7 @@ export function toInput(flag: Flag, d: ConfigDraft): { errors: Errors; input?: R
     });
     if (allocations.length === 0) errors[`${at}.allocations`] = 'A rule needs at least one allocation.';
     else if (Math.abs(sum - 100) > 1e-9) errors[`${at}.allocations`] = `The allocations add up to ${sum}%; they must add up to 100%.`;
-    return { ...(r.id ? { id: r.id } : {}), priority, conditions, allocations };
+    return { ...(r.id ? { id: r.id } : {}), priority, conditions, segments: r.segments, allocations };
   });
   if (Object.keys(errors).length > 0) return { errors };
   return {
@@ -159,8 +182,8 @@ export function placeApiError(message: string, known: string[]): Errors {
 export function knownPaths(d: ConfigDraft): string[] {
   const out = ['defaultVariantKey', 'rolloutPercentage', 'enrollmentCutoff', 'activeFrom', 'activeUntil', 'clientId', 'rules'];
   d.rules.forEach((r, i) => {
-    out.push(`rules[${i}]`, `rules[${i}].priority`, `rules[${i}].allocations`);
-    r.conditions.forEach((_, j) => out.push(`rules[${i}].conditions[${j}].field`, `rules[${i}].conditions[${j}].operator`, `rules[${i}].conditions[${j}].value`));
+    out.push(`rules[${i}]`, `rules[${i}].priority`, `rules[${i}].allocations`, `rules[${i}].segments`);
+    out.push(...conditionPaths(r.conditions, `rules[${i}]`));
     r.allocations.forEach((_, j) => out.push(`rules[${i}].allocations[${j}].variantKey`, `rules[${i}].allocations[${j}].percentage`));
   });
   return out;

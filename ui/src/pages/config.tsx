@@ -1,18 +1,77 @@
 /** One stage (or stage + clientId) configuration, edited in a form: rules, conditions, allocations. */
 import { useState } from 'preact/hooks';
+import { sameName } from '../../../src/domain/name-matching';
 import { gql, CONFIG_FIELDS, type Flag, type FlagConfig } from '../api';
+import { ConditionsEditor } from '../conditions';
 import { ConfirmButton, Field, messageOf, Status, useId } from '../components';
-import { draftOf, knownPaths, newRule, OPERATORS, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
+import { draftOf, knownPaths, newRule, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
+import { BASE } from '../router';
 
-const SR = ({ children }: { children: string }) => <span class="sr-only">{children}</span>;
+/** A segment a rule may name (docs/api.md, "Segments"): the flag's application's, or organization-wide. */
+export interface SegmentOption { name: string; application: string | null; description: string | null }
 
-function RuleEditor(props: { flag: Flag; rule: RuleDraft; index: number; errors: Errors; onChange: (r: RuleDraft | null) => void }) {
+/** The segments a rule of `flag` may use, of those the key can see. */
+export const segmentsFor = (flag: Flag, all: readonly SegmentOption[]) => all.filter((x) => x.application === null || sameName(x.application, flag.project));
+
+/** The segments a rule names, and a chooser to add one by name. */
+function RuleSegments(props: { rule: RuleDraft; n: number; at: string; errors: Errors; segments: readonly SegmentOption[]; onChange: (segments: string[]) => void }) {
+  const { rule, n, at, errors } = props;
+  const available = props.segments.filter((x) => !rule.segments.includes(x.name));
+  const [choice, setChoice] = useState('');
+  const chosen = available.some((x) => x.name === choice) ? choice : (available[0]?.name ?? '');
+  const error = errors[`${at}.segments`];
+  return (
+    <>
+      <h4>Segments <span class="hint">(the user must also be in every one)</span></h4>
+      {rule.segments.length === 0 ? (
+        props.segments.length > 0 && <p class="hint">None.</p>
+      ) : (
+        <ul class="chips" aria-label={`Segments of rule ${n}`}>
+          {rule.segments.map((name) => (
+            <li key={name}>
+              <span class="tag">{name}</span>
+              <button type="button" class="icon" aria-label={`Remove segment ${name} from rule ${n}`} onClick={() => props.onChange(rule.segments.filter((x) => x !== name))}>
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {error && <p class="error" role="alert">{error}</p>}
+      {available.length > 0 ? (
+        <div class="row end">
+          <Field label="Segment" srSuffix={` for rule ${n}`}>
+            {(p) => (
+              <select {...p} value={chosen} onChange={(e) => setChoice(e.currentTarget.value)}>
+                {available.map((x) => (
+                  <option key={x.name} value={x.name}>
+                    {x.name}
+                    {x.description ? ` (${x.description})` : ''}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <button type="button" onClick={() => chosen && props.onChange([...rule.segments, chosen])}>
+            Add segment to rule {n}
+          </button>
+        </div>
+      ) : (
+        props.segments.length === 0 && (
+          <p class="hint">
+            None: no segment can be used here yet. Create one on the <a href={`${BASE}segments`}>Segments</a> page.
+          </p>
+        )
+      )}
+    </>
+  );
+}
+
+function RuleEditor(props: { flag: Flag; rule: RuleDraft; index: number; errors: Errors; segments: readonly SegmentOption[]; onChange: (r: RuleDraft | null) => void }) {
   const { flag, rule, index: i, errors } = props;
   const at = `rules[${i}]`;
   const n = i + 1;
   const set = (patch: Partial<RuleDraft>) => props.onChange({ ...rule, ...patch });
-  const setCond = (j: number, patch: Partial<RuleDraft['conditions'][number]>) =>
-    set({ conditions: rule.conditions.map((c, k) => (k === j ? { ...c, ...patch } : c)) });
   const setAlloc = (j: number, patch: Partial<RuleDraft['allocations'][number]>) =>
     set({ allocations: rule.allocations.map((a, k) => (k === j ? { ...a, ...patch } : a)) });
   return (
@@ -26,35 +85,16 @@ function RuleEditor(props: { flag: Flag; rule: RuleDraft; index: number; errors:
         <button type="button" class="danger-link" onClick={() => props.onChange(null)}>Remove rule {n}</button>
       </div>
       <h4>Conditions <span class="hint">(all must match; none matches every user)</span></h4>
-      {rule.conditions.map((c, j) => {
-        const cat = `${at}.conditions[${j}]`;
-        const suffix = ` of rule ${n}, condition ${j + 1}`;
-        return (
-          <div class="row condition" key={j}>
-            <Field label="Field" srSuffix={suffix} error={errors[`${cat}.field`]} class="grow">
-              {(p) => (
-                <input {...p} value={c.field} placeholder="country" onInput={(e) => setCond(j, { field: e.currentTarget.value })} />
-              )}
-            </Field>
-            <div class="field">
-              <label for={`op-${cat}`}>Operator<SR>{suffix}</SR></label>
-              <select id={`op-${cat}`} value={c.operator} aria-invalid={errors[`${cat}.operator`] ? 'true' : undefined} onChange={(e) => setCond(j, { operator: e.currentTarget.value })}>
-                {OPERATORS.map((o) => <option key={o}>{o}</option>)}
-              </select>
-            </div>
-            <Field label="Value" srSuffix={suffix} error={errors[`${cat}.value`]} class="grow">
-              {(p) => <input {...p} value={c.value} placeholder='NL, 42, ["a","b"]' onInput={(e) => setCond(j, { value: e.currentTarget.value })} />}
-            </Field>
-            <button type="button" class="icon" aria-label={`Remove condition ${j + 1} of rule ${n}`} onClick={() => set({ conditions: rule.conditions.filter((_, k) => k !== j) })}>
-              Remove
-            </button>
-          </div>
-        );
-      })}
-      <p class="hint">A value is read as JSON when it is JSON (42, true, ["a","b"], "42"), else as text.</p>
-      <button type="button" onClick={() => set({ conditions: [...rule.conditions, { field: '', operator: '==', value: '' }] })}>
-        Add condition to rule {n}
-      </button>
+      <ConditionsEditor
+        conditions={rule.conditions}
+        at={at}
+        errors={errors}
+        suffix={(j) => ` of rule ${n}, condition ${j + 1}`}
+        addLabel={`Add condition to rule ${n}`}
+        removeLabel={(j) => `Remove condition ${j + 1} of rule ${n}`}
+        onChange={(conditions) => set({ conditions })}
+      />
+      <RuleSegments rule={rule} n={n} at={at} errors={errors} segments={props.segments} onChange={(segments) => set({ segments })} />
       <h4>Allocations <span class="hint">(add up to 100%)</span></h4>
       {rule.allocations.map((a, j) => {
         const aat = `${at}.allocations[${j}]`;
@@ -86,7 +126,63 @@ function RuleEditor(props: { flag: Flag; rule: RuleDraft; index: number; errors:
   );
 }
 
-export function ConfigEditor(props: { flag: Flag; stage: string; clientId: string | null; config?: FlagConfig; canWrite: boolean; onChanged: () => void }) {
+/**
+ * A configuration's settings and rules as form controls, on a draft: the configuration editor
+ * below and a scheduled change of a whole configuration (pages/schedules.tsx) both use it.
+ * `enabled`: also show the "Enabled" checkbox (the editor has its own switch, saved at once).
+ */
+export function ConfigFields(props: {
+  flag: Flag;
+  draft: ConfigDraft;
+  set: (patch: Partial<ConfigDraft>) => void;
+  errors: Errors;
+  segments: readonly SegmentOption[];
+  title: string;
+  disabled: boolean;
+  enabled?: boolean;
+}) {
+  const { flag, draft, set, errors, title } = props;
+  return (
+    <fieldset disabled={props.disabled} class="plain">
+      <legend class="sr-only">Settings of {title}</legend>
+      {props.enabled && (
+        <label class="switch">
+          <input type="checkbox" checked={draft.enabled} onChange={(e) => set({ enabled: e.currentTarget.checked })} />
+          Enabled
+        </label>
+      )}
+      <div class="row">
+        <Field label="Default variant" error={errors.defaultVariantKey}>
+          {(p) => (
+            <select {...p} value={draft.defaultVariantKey} onChange={(e) => set({ defaultVariantKey: e.currentTarget.value })}>
+              {flag.variants.map((v) => <option key={v.key}>{v.key}</option>)}
+            </select>
+          )}
+        </Field>
+        <Field label="Rollout percentage" error={errors.rolloutPercentage} class="narrow">
+          {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.rolloutPercentage} onInput={(e) => set({ rolloutPercentage: e.currentTarget.value })} />}
+        </Field>
+        <Field label="Enrollment cut-off" error={errors.enrollmentCutoff} hint="Optional %: users above it are not newly enrolled." class="narrow">
+          {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.enrollmentCutoff} onInput={(e) => set({ enrollmentCutoff: e.currentTarget.value })} />}
+        </Field>
+        <Field label="Active from" error={errors.activeFrom} hint="Optional, your local time.">
+          {(p) => <input {...p} type="datetime-local" value={draft.activeFrom} onInput={(e) => set({ activeFrom: e.currentTarget.value })} />}
+        </Field>
+        <Field label="Active until" error={errors.activeUntil} hint="Optional, your local time.">
+          {(p) => <input {...p} type="datetime-local" value={draft.activeUntil} onInput={(e) => set({ activeUntil: e.currentTarget.value })} />}
+        </Field>
+      </div>
+      <h4>Rules <span class="hint">({draft.rules.length === 0 ? 'none: everyone in the rollout gets the default variant' : 'the first matching rule by priority decides'})</span></h4>
+      {draft.rules.map((r, i) => (
+        <RuleEditor key={i} flag={flag} rule={r} index={i} errors={errors} segments={props.segments} onChange={(nr) => set({ rules: nr === null ? draft.rules.filter((_, k) => k !== i) : draft.rules.map((x, k) => (k === i ? nr : x)) })} />
+      ))}
+      {errors.rules && <p class="error" role="alert">{errors.rules}</p>}
+      <button type="button" onClick={() => set({ rules: [...draft.rules, newRule(flag, draft.rules)] })}>Add rule</button>
+    </fieldset>
+  );
+}
+
+export function ConfigEditor(props: { flag: Flag; stage: string; clientId: string | null; config?: FlagConfig; segments: readonly SegmentOption[]; canWrite: boolean; onChanged: () => void }) {
   const { flag, stage, clientId, config } = props;
   const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, clientId, config));
   const [errors, setErrors] = useState<Errors>({});
@@ -162,36 +258,7 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
           </label>
           <span class={`badge ${!config ? 'muted' : draft.enabled ? 'on' : 'off'}`}>{!config ? 'Not saved yet' : draft.enabled ? 'On' : 'Off'}</span>
         </div>
-        <fieldset disabled={!props.canWrite} class="plain">
-          <legend class="sr-only">Settings of {title}</legend>
-          <div class="row">
-            <Field label="Default variant" error={errors.defaultVariantKey}>
-              {(p) => (
-                <select {...p} value={draft.defaultVariantKey} onChange={(e) => set({ defaultVariantKey: e.currentTarget.value })}>
-                  {flag.variants.map((v) => <option key={v.key}>{v.key}</option>)}
-                </select>
-              )}
-            </Field>
-            <Field label="Rollout percentage" error={errors.rolloutPercentage} class="narrow">
-              {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.rolloutPercentage} onInput={(e) => set({ rolloutPercentage: e.currentTarget.value })} />}
-            </Field>
-            <Field label="Enrollment cut-off" error={errors.enrollmentCutoff} hint="Optional %: users above it are not newly enrolled." class="narrow">
-              {(p) => <input {...p} type="number" min="0" max="100" step="any" value={draft.enrollmentCutoff} onInput={(e) => set({ enrollmentCutoff: e.currentTarget.value })} />}
-            </Field>
-            <Field label="Active from" error={errors.activeFrom} hint="Optional, your local time.">
-              {(p) => <input {...p} type="datetime-local" value={draft.activeFrom} onInput={(e) => set({ activeFrom: e.currentTarget.value })} />}
-            </Field>
-            <Field label="Active until" error={errors.activeUntil} hint="Optional, your local time.">
-              {(p) => <input {...p} type="datetime-local" value={draft.activeUntil} onInput={(e) => set({ activeUntil: e.currentTarget.value })} />}
-            </Field>
-          </div>
-          <h4>Rules <span class="hint">({draft.rules.length === 0 ? 'none: everyone in the rollout gets the default variant' : 'the first matching rule by priority decides'})</span></h4>
-          {draft.rules.map((r, i) => (
-            <RuleEditor key={i} flag={flag} rule={r} index={i} errors={errors} onChange={(nr) => set({ rules: nr === null ? draft.rules.filter((_, k) => k !== i) : draft.rules.map((x, k) => (k === i ? nr : x)) })} />
-          ))}
-          {errors.rules && <p class="error" role="alert">{errors.rules}</p>}
-          <button type="button" onClick={() => set({ rules: [...draft.rules, newRule(flag, draft.rules)] })}>Add rule</button>
-        </fieldset>
+        <ConfigFields flag={flag} draft={draft} set={set} errors={errors} segments={props.segments} title={title} disabled={!props.canWrite} />
         {errors.form && <p class="error" role="alert">{errors.form}</p>}
         {errors.clientId && <p class="error" role="alert">{errors.clientId}</p>}
         {props.canWrite && (

@@ -1,11 +1,12 @@
-/** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation. */
+/** A flag's page: metadata, variants, dependencies, environments, configurations, evaluation, scheduled changes. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { inScope } from '../../../src/domain/name-matching';
-import { FLAG_FIELDS, gql, type Evaluation, type Flag } from '../api';
+import { FLAG_FIELDS, gql, gqlPartial, type Evaluation, type Flag } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
 import { BASE, navigate } from '../router';
 import { useSession } from '../session';
-import { ConfigEditor } from './config';
+import { ConfigEditor, segmentsFor, type SegmentOption } from './config';
+import { SchedulesPanel } from './schedules';
 import { FlagNameInput } from '../flag-picker';
 import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
 
@@ -233,7 +234,14 @@ export function FlagPage({ name }: { name: string }) {
   const s = useSession();
   const [version, setVersion] = useState(0);
   const { data, error, loading, reload } = useLoad(
-    () => gql<{ flag: Flag }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } }`, { n: name }),
+    // The segments its rules may choose (docs/api.md, "Segments") come with the flag, in the same request.
+    // A failure to list them does not keep the flag from showing.
+    async () => {
+      const r = await gqlPartial<{ flag?: Flag; segments?: SegmentOption[] | null }>(`query($n: String!) { flag(name: $n) { ${FLAG_FIELDS} } segments { name application description } }`, { n: name });
+      const failed = r.errors.find((e) => e.path[0] === 'flag') ?? (r.data.flag === undefined ? r.errors[0] : undefined);
+      if (failed) throw failed;
+      return r.data as { flag: Flag; segments?: SegmentOption[] | null };
+    },
     [name],
   );
   const [extraClients, setExtraClients] = useState<{ stage: string; clientId: string }[]>([]);
@@ -242,12 +250,20 @@ export function FlagPage({ name }: { name: string }) {
   /** What a form said before the page was redrawn with the saved flag (it starts afresh). */
   const [saved, setSaved] = useState<{ details?: string; envs?: string }>({});
   const redraw = useRef(false);
+  /** Configurations shown afresh (a scheduled change applied them): each one's editor is keyed by its count. */
+  const [fresh, setFresh] = useState<Record<string, number>>({});
+  const refreshing = useRef<string[]>([]);
   // After a change, the forms start afresh from the saved flag: once the reload has answered
   // (starting them from the flag as it was would show the old values).
   useEffect(() => {
     if (redraw.current && data) {
       redraw.current = false;
       setVersion((v) => v + 1);
+    }
+    if (refreshing.current.length > 0 && data) {
+      const ids = refreshing.current;
+      refreshing.current = [];
+      setFresh((f) => Object.fromEntries([...Object.entries(f), ...ids.map((k) => [k, (f[k] ?? 0) + 1])]));
     }
   }, [data]);
   const refresh = (said: { details?: string; envs?: string } = {}) => {
@@ -258,6 +274,8 @@ export function FlagPage({ name }: { name: string }) {
   if (!data) return <main id="main"><h1 tabIndex={-1}>{name}</h1><Loading error={error} loading={loading} /></main>;
   if (!data.flag) return <main id="main"><h1 tabIndex={-1}>{name}</h1><p class="error" role="alert">No flag is named {name}.</p><p><a href={BASE}>Go to the flags</a></p></main>;
   const flag = data.flag;
+  const segments = segmentsFor(flag, data.segments ?? []);
+  const cfgKey = (stage: string, clientId: string | null) => `${stage}/${clientId ?? ''}/${fresh[`${stage}\u0000${clientId ?? ''}`] ?? 0}`;
   const canWrite = s.can.write && inScope(s.viewer.application, flag.project);
   const canWriteStage = (st: string) => canWrite && inScope(s.viewer.environment, st);
   const act = async (mutation: string, done: string) => {
@@ -311,9 +329,9 @@ export function FlagPage({ name }: { name: string }) {
             ];
             return (
               <div key={env}>
-                <ConfigEditor flag={flag} stage={env} clientId={null} config={flag.configs.find((c) => c.stage === env && c.clientId === null)} canWrite={canWriteStage(env)} onChanged={reload} />
+                <ConfigEditor key={cfgKey(env, null)} flag={flag} stage={env} clientId={null} config={flag.configs.find((c) => c.stage === env && c.clientId === null)} segments={segments} canWrite={canWriteStage(env)} onChanged={reload} />
                 {clients.map((cl) => (
-                  <ConfigEditor key={cl} flag={flag} stage={env} clientId={cl} config={flag.configs.find((c) => c.stage === env && c.clientId === cl)} canWrite={canWriteStage(env)} onChanged={reload} />
+                  <ConfigEditor key={cfgKey(env, cl)} flag={flag} stage={env} clientId={cl} config={flag.configs.find((c) => c.stage === env && c.clientId === cl)} segments={segments} canWrite={canWriteStage(env)} onChanged={reload} />
                 ))}
                 {canWriteStage(env) && <ClientConfigAdder stage={env} onAdd={(clientId) => setExtraClients([...extraClients, { stage: env, clientId }])} />}
               </div>
@@ -322,6 +340,15 @@ export function FlagPage({ name }: { name: string }) {
         </div>
         <div class="side-col">
           <EvaluationPanel flag={flag} />
+          <SchedulesPanel
+            flag={flag}
+            segments={segments}
+            canWriteStage={canWriteStage}
+            onApplied={(changed) => {
+              refreshing.current.push(...changed.map((c) => `${c.stage}\u0000${c.clientId ?? ''}`));
+              reload();
+            }}
+          />
           <DetailsForm flag={flag} canWrite={canWrite} saved={saved.details} onSaved={(x) => refresh({ details: x })} />
           <EnvironmentsForm flag={flag} canWrite={canWrite} saved={saved.envs} onSaved={(x) => refresh({ envs: x })} />
         </div>

@@ -1,0 +1,277 @@
+/**
+ * Segments (docs/api.md, "Segments"): named audiences that rules reuse. List, create, edit (description and
+ * conditions, with the rule editor's condition editor) and delete; a delete the server refuses
+ * (a flag's rule uses the segment) shows its message, which names the flags.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
+import { inScope } from '../../../src/domain/name-matching';
+import { gql, SEGMENT_FIELDS, type Segment } from '../api';
+import { ConditionsEditor } from '../conditions';
+import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { conditionDrafts, conditionPaths, conditionsInput, placeApiError, type ConditionDraft, type Errors } from '../config-form';
+import { useSession, type Session } from '../session';
+
+/** Whether the key may write this segment (or, with `application` undefined, write any segment). */
+function canWriteSegment(s: Session, application?: string | null): boolean {
+  if (!s.can.write || s.viewer.environment !== null) return false;
+  if (application === undefined) return true;
+  return application === null ? s.viewer.application === null : inScope(s.viewer.application, application);
+}
+
+/** The condition editor as a segment uses it: paths `conditions[j]`, names "Field of condition 1". */
+function SegmentConditions({ conditions, errors, onChange }: { conditions: ConditionDraft[]; errors: Errors; onChange: (c: ConditionDraft[]) => void }) {
+  return (
+    <fieldset>
+      <legend>Conditions</legend>
+      <p class="hint">A user is in the segment when every condition matches (none: every user).</p>
+      <ConditionsEditor
+        conditions={conditions}
+        at=""
+        errors={errors}
+        suffix={(j) => ` of condition ${j + 1}`}
+        addLabel="Add condition"
+        removeLabel={(j) => `Remove condition ${j + 1}`}
+        onChange={onChange}
+      />
+      {errors.conditions && <p class="error" role="alert">{errors.conditions}</p>}
+    </fieldset>
+  );
+}
+
+const KNOWN = (conditions: ConditionDraft[]) => ['name', 'description', 'application', 'conditions', ...conditionPaths(conditions, '')];
+
+/** The API's message next to the control it names (a name that exists goes to Name). */
+function apiErrors(err: unknown, conditions: ConditionDraft[]): Errors {
+  const msg = messageOf(err);
+  if (/already exists/.test(msg)) return { name: msg };
+  return placeApiError(msg, KNOWN(conditions));
+}
+
+function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => void; onCancel: () => void }) {
+  const s = useSession();
+  const [name, setName] = useState('');
+  const [application, setApplication] = useState(s.viewer.application ?? '');
+  const [description, setDescription] = useState('');
+  const [conditions, setConditions] = useState<ConditionDraft[]>([]);
+  const [errors, setErrors] = useState<Errors>({});
+  const [busy, setBusy] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const errs: Errors = {};
+    if (!FLAG_NAME_RE.test(name)) errs.name = `The name ${FLAG_NAME_MSG}.`;
+    const input = conditionsInput(conditions, '', errs);
+    setErrors(errs);
+    if (Object.keys(errs).length > 0) return;
+    setBusy(true);
+    try {
+      await gql('mutation($i: CreateSegmentInput!) { createSegment(input: $i) { name } }', {
+        i: { name, application: application || null, description: description.trim() || null, conditions: input },
+      });
+      onCreated(name);
+    } catch (err) {
+      setErrors(apiErrors(err, conditions));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" onSubmit={submit} novalidate aria-labelledby="new-segment-h">
+      <h2 id="new-segment-h" tabIndex={-1} ref={heading}>New segment</h2>
+      <div class="row">
+        <Field label="Name" error={errors.name} hint="Letters, digits, '_', '.', '-'; rules name it; it cannot be changed later.">
+          {(p) => <input {...p} value={name} onInput={(e) => setName(e.currentTarget.value)} autoComplete="off" />}
+        </Field>
+        <Field label="Application" error={errors.application} hint="Rules of this application's flags can use it.">
+          {(p) => (
+            <select {...p} value={application} onChange={(e) => setApplication(e.currentTarget.value)}>
+              {s.viewer.application === null ? (
+                <>
+                  <option value="">Any (organization-wide)</option>
+                  {s.applications.map((a) => <option key={a}>{a}</option>)}
+                </>
+              ) : (
+                <option>{s.viewer.application}</option>
+              )}
+            </select>
+          )}
+        </Field>
+      </div>
+      <Field label="Description" error={errors.description}>
+        {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+      </Field>
+      <SegmentConditions conditions={conditions} errors={errors} onChange={setConditions} />
+      {errors.form && <p class="error" role="alert">{errors.form}</p>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>Create</button>
+        <button type="button" onClick={onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onSaved: (name: string) => void; onCancel: () => void }) {
+  const [description, setDescription] = useState(segment.description ?? '');
+  const [conditions, setConditions] = useState<ConditionDraft[]>(() => conditionDrafts(segment.conditions));
+  const [errors, setErrors] = useState<Errors>({});
+  const [busy, setBusy] = useState(false);
+  // The form opens above the list: keyboard and screen reader users are taken to it.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const errs: Errors = {};
+    const input = conditionsInput(conditions, '', errs);
+    setErrors(errs);
+    if (Object.keys(errs).length > 0) return;
+    setBusy(true);
+    try {
+      await gql('mutation($n: String!, $i: UpdateSegmentInput!) { updateSegment(name: $n, input: $i) { name } }', {
+        n: segment.name,
+        i: { description: description.trim() || null, conditions: input },
+      });
+      onSaved(segment.name);
+    } catch (err) {
+      setErrors(apiErrors(err, conditions));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" onSubmit={submit} novalidate aria-labelledby="edit-segment-h">
+      <h2 id="edit-segment-h" tabIndex={-1} ref={heading}>Edit {segment.name}</h2>
+      <p class="meta">{segment.application === null ? 'Organization-wide' : <>Application <strong>{segment.application}</strong></>}</p>
+      <Field label="Description" error={errors.description}>
+        {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+      </Field>
+      <SegmentConditions conditions={conditions} errors={errors} onChange={setConditions} />
+      {errors.form && <p class="error" role="alert">{errors.form}</p>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>Save</button>
+        <button type="button" onClick={onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+/** A condition in one line; long values (a list of 20,000 ids) are cut. */
+function conditionText(c: Segment['conditions'][number]): string {
+  const v = JSON.stringify(c.value) ?? 'null';
+  const shown = v.length > 60 ? `${v.slice(0, 57)}…` : v;
+  return `${c.field} ${c.operator} ${shown}${Array.isArray(c.value) && c.value.length > 5 ? ` (${c.value.length} values)` : ''}`;
+}
+
+export function SegmentsPage() {
+  const s = useSession();
+  const { data, error, loading, reload } = useLoad(() => gql<{ segments: Segment[] | null }>(`{ segments { ${SEGMENT_FIELDS} } }`).then((d) => d.segments ?? []), []);
+  const [creating, setCreating] = useState(false);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const [rowError, setRowError] = useState<{ name: string; message: string } | null>(null);
+  const editingSegment = editing === null ? undefined : data?.find((x) => x.name === editing);
+
+  const remove = async (name: string) => {
+    setRowError(null);
+    setStatus(null);
+    try {
+      await gql('mutation($n: String!) { deleteSegment(name: $n) }', { n: name });
+      if (editing === name) setEditing(null);
+      setStatus(`Segment ${name} deleted.`);
+      reload();
+    } catch (err) {
+      setRowError({ name, message: messageOf(err) });
+    }
+  };
+
+  return (
+    <main id="main">
+      <div class="title-row">
+        <h1 tabIndex={-1}>Segments</h1>
+        {canWriteSegment(s) && !creating && (
+          <button type="button" class="primary" onClick={() => { setCreating(true); setEditing(null); setStatus(null); }}>
+            New segment
+          </button>
+        )}
+      </div>
+      <p class="hint">
+        A segment is a named audience: a user is in it when every one of its conditions matches. A rule of a flag can require segments besides its own conditions.
+        Organization-wide segments serve every application.
+      </p>
+      {creating && (
+        <NewSegmentForm
+          onCancel={() => setCreating(false)}
+          onCreated={(name) => {
+            setCreating(false);
+            setStatus(`Segment ${name} created.`);
+            reload();
+          }}
+        />
+      )}
+      {editingSegment && (
+        <EditSegmentForm
+          key={editingSegment.name}
+          segment={editingSegment}
+          onCancel={() => setEditing(null)}
+          onSaved={(name) => {
+            setEditing(null);
+            setStatus(`Segment ${name} saved.`);
+            reload();
+          }}
+        />
+      )}
+      <Status text={status} />
+      <Loading error={error} loading={loading} />
+      {data && data.length === 0 && <p>No segments yet.</p>}
+      {data && data.length > 0 && (
+        <div class="table-wrap">
+          <table class="segments">
+            <caption class="sr-only">Segments this key can see</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Application</th>
+                <th scope="col">Conditions</th>
+                <th scope="col">Updated</th>
+                <th scope="col"><span class="sr-only">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.map((x) => (
+                <tr key={x.name}>
+                  <th scope="row" id={`seg-${x.name}`}>
+                    {x.name}
+                    {x.description && <span class="desc">{x.description}</span>}
+                  </th>
+                  <td>{x.application ?? <span class="muted">organization-wide</span>}</td>
+                  <td>
+                    {x.conditions.length === 0 ? (
+                      <span class="muted">every user</span>
+                    ) : (
+                      <ul class="conds">
+                        {x.conditions.map((c, i) => <li key={i}><code>{conditionText(c)}</code></li>)}
+                      </ul>
+                    )}
+                  </td>
+                  <td>{when(x.updatedAt)}</td>
+                  <td class="row-actions">
+                    {canWriteSegment(s, x.application) && (
+                      <>
+                        <button type="button" aria-describedby={`seg-${x.name}`} onClick={() => { setEditing(x.name); setCreating(false); setStatus(null); }}>
+                          Edit
+                        </button>
+                        <ConfirmButton label="Delete" question={`Delete segment ${x.name}?`} confirmLabel="Yes, delete" danger describedBy={`seg-${x.name}`} onConfirm={() => remove(x.name)} />
+                      </>
+                    )}
+                    {rowError?.name === x.name && <p class="error" role="alert">{rowError.message}</p>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </main>
+  );
+}
