@@ -99,16 +99,35 @@ function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => 
           )}
         </Field>
       </div>
+      <SegmentBody {...{ description, setDescription, conditions, setConditions, errors, busy, onCancel }} submitLabel="Create" />
+    </form>
+  );
+}
+
+/** What the new and the edit form share: description, conditions, the form's error and its buttons. */
+function SegmentBody(p: {
+  description: string;
+  setDescription: (v: string) => void;
+  conditions: ConditionDraft[];
+  setConditions: (c: ConditionDraft[]) => void;
+  errors: Errors;
+  busy: boolean;
+  submitLabel: string;
+  onCancel: () => void;
+}) {
+  const { errors } = p;
+  return (
+    <>
       <Field label="Description" error={errors.description}>
-        {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+        {(f) => <textarea {...f} rows={2} value={p.description} onInput={(e) => p.setDescription(e.currentTarget.value)} />}
       </Field>
-      <SegmentConditions conditions={conditions} errors={errors} onChange={setConditions} />
+      <SegmentConditions conditions={p.conditions} errors={errors} onChange={p.setConditions} />
       {errors.form && <p class="error" role="alert">{errors.form}</p>}
       <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>Create</button>
-        <button type="button" onClick={onCancel}>Cancel</button>
+        <button type="submit" class="primary" disabled={p.busy}>{p.submitLabel}</button>
+        <button type="button" onClick={p.onCancel}>Cancel</button>
       </div>
-    </form>
+    </>
   );
 }
 
@@ -143,15 +162,7 @@ function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onS
     <form class="card" onSubmit={submit} novalidate aria-labelledby="edit-segment-h">
       <h2 id="edit-segment-h" tabIndex={-1} ref={heading}>Edit {segment.name}</h2>
       <p class="meta">{segment.application === null ? 'Organization-wide' : <>Application <strong>{segment.application}</strong></>}</p>
-      <Field label="Description" error={errors.description}>
-        {(p) => <textarea {...p} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
-      </Field>
-      <SegmentConditions conditions={conditions} errors={errors} onChange={setConditions} />
-      {errors.form && <p class="error" role="alert">{errors.form}</p>}
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>Save</button>
-        <button type="button" onClick={onCancel}>Cancel</button>
-      </div>
+      <SegmentBody {...{ description, setDescription, conditions, setConditions, errors, busy, onCancel }} submitLabel="Save" />
     </form>
   );
 }
