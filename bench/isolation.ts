@@ -24,7 +24,7 @@ import path from 'node:path';
 import { ADMIN_ROUTES, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
-import { cpuSeconds, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
+import { cpuSeconds, idlePolicy, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
 import { startLargeOrg } from './large-org.js';
 import type { CustomScenario } from './custom-scenario.js';
 import type { ScenarioContext } from './scenario-types.js';
@@ -65,24 +65,28 @@ interface ThreadSample { name: string; nice: number; cpuSec: number; waitSec: nu
 
 function threadSamples(pid: number): Map<number, ThreadSample> {
   const out = new Map<number, ThreadSample>();
-  let tids: string[] = [];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
   const tick = 100; // USER_HZ
-  for (const t of tids) {
+  // The node's process and its children (the management actor in a process of its own).
+  for (const p of processTree(pid)) {
+    let tids: string[] = [];
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      const f = stat.slice(close + 2).split(' ');
-      const sched = readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ');
-      const tid = Number(t);
-      const comm = stat.slice(stat.indexOf('(') + 1, close);
-      out.set(tid, { name: tid === pid ? 'front' : comm, nice: Number(f[16]), cpuSec: (Number(f[11]) + Number(f[12])) / tick, waitSec: Number(sched[1]) / 1e9 });
+      tids = readdirSync(`/proc/${p}/task`);
     } catch {
-      // The thread has gone.
+      continue;
+    }
+    for (const t of tids) {
+      try {
+        const stat = readFileSync(`/proc/${p}/task/${t}/stat`, 'utf8');
+        const close = stat.lastIndexOf(')');
+        const f = stat.slice(close + 2).split(' ');
+        const sched = readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ');
+        const tid = Number(t);
+        const comm = stat.slice(stat.indexOf('(') + 1, close);
+        const name = tid === pid ? 'front' : p === pid ? comm : tid === p ? 'actor' : `actor/${comm}`;
+        out.set(tid, { name, nice: Number(f[16]), cpuSec: (Number(f[11]) + Number(f[12])) / tick, waitSec: Number(sched[1]) / 1e9 });
+      } catch {
+        // The thread has gone.
+      }
     }
   }
   return out;
@@ -187,11 +191,12 @@ export const isolation: CustomScenario = {
       log(`isolation: capacity ${capacity.toFixed(0)} req/s; evaluating at ${rate} req/s ` +
         `(${fixedRate ? 'VEXIL_BENCH_ISOLATION_RATE' : `${fraction} × capacity`}), ${(rate / capacity * 100).toFixed(0)} % of it`);
 
-      admin = startChild('admin', process.execPath, [path.join(ROOT, 'dist/bench/admin-loop.js'), JSON.stringify({
+      // The admin client shares the generator's core; in SCHED_IDLE it takes only what the generator leaves.
+      admin = startChild('admin', ...idlePolicy(process.execPath, [path.join(ROOT, 'dist/bench/admin-loop.js'), JSON.stringify({
         baseUrl: target.baseUrl,
         key: rc.adminKey,
         pauseMs: Number(process.env.VEXIL_BENCH_ADMIN_PAUSE_MS ?? '0'),
-      })], { cpus: opts.pin ? LOAD_CPUS : undefined, echo: opts.verbose });
+      })]), { cpus: opts.pin ? LOAD_CPUS : undefined, echo: opts.verbose });
       await admin.waitForLine(/^ready$/, 30_000);
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);

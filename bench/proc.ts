@@ -3,7 +3,7 @@
  * child processes with captured output, and /proc sampling.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 
@@ -44,6 +44,16 @@ export function pinned(cpus: string | undefined, cmd: string, args: string[]): [
   if (cpus === undefined || !canPin()) return [cmd, args];
   // taskset execs the command, so the child's pid is the command's pid.
   return ['taskset', ['-c', cpus, cmd, ...args]];
+}
+
+/**
+ * `cmd args` in SCHED_IDLE (`chrt --idle 0`, where chrt exists): a helper of the load generator's
+ * core that must never delay the generator itself (the isolation scenario's admin client, which
+ * decompresses 37 MB lists). Without chrt the command runs as it is.
+ */
+export function idlePolicy(cmd: string, args: string[]): [string, string[]] {
+  if (process.platform !== 'linux' || !existsSync('/usr/bin/chrt')) return [cmd, args];
+  return ['/usr/bin/chrt', ['--idle', '0', cmd, ...args]];
 }
 
 /** A child process whose recent output is kept for error messages. */

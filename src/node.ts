@@ -77,7 +77,9 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
   const { actor, generatedAdminKey } = await ManagementActor.start({
     config,
     inMemory: opts.inMemory ?? false,
-    evalCounts: evalCounts.buffer,
+    home: config.managementActor,
+    priority: config.managementPriority,
+    evalCounts,
     log,
     onEvent: (event) => relay(event),
   });

@@ -1,10 +1,9 @@
 /**
- * The management actor's worker thread (src/management/actor.ts; its mailbox is
- * src/management/mailbox.ts). It imports the management layer and the database drivers; the
- * evaluation workers (evaluator.ts) import neither.
+ * The management actor (src/management/actor.ts; its mailbox is src/management/mailbox.ts), in a
+ * process of its own or a worker thread (src/management/transport.ts). It imports the management
+ * layer and the database drivers; the evaluation workers (evaluator.ts) import neither.
  */
-import { parentPort } from 'node:worker_threads';
-import { ManagementActorThread } from '../src/management/actor.js';
+import { ManagementActorMain } from '../src/management/actor.js';
+import { actorPort } from '../src/management/transport.js';
 
-if (parentPort === null) throw new Error('workers/management.js runs as a worker thread');
-new ManagementActorThread(parentPort);
+new ManagementActorMain(actorPort());

@@ -3,16 +3,14 @@
  * mailbox.ts). It owns the node's database: it opens, migrates and bootstraps it, runs every
  * management request the front thread forwards (the same route handlers and services REST and
  * GraphQL always used, against its own replica of the flag data), serialises each answer, and
- * answers the front's own queries. Its thread runs at a lower priority than the front thread, so
- * on a shared core evaluation goes first.
+ * answers the front's own queries. It runs at a lower priority than the front thread (in a process
+ * of its own by default: transport.ts), so on a shared core evaluation goes first.
  *
  * Its replica follows the front's: every change the front's snapshot applies comes here too, and
  * a request waits until the replica holds at least the version the front held when it admitted it,
  * so a management read never shows older data than evaluation on the same node.
  */
 import { admissionState } from '../auth/admission-state.js';
-import { setPriority } from 'node:os';
-import type { MessagePort } from 'node:worker_threads';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
@@ -32,13 +30,12 @@ import { isConnectionError, type Database } from '../storage/database.js';
 import { migrate } from '../storage/migrate.js';
 import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
+import type { ReasonCode } from '../domain/types.js';
 import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
 import { isIdempotentWrite, withIdempotency } from './idempotency.js';
 import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
-
-/** Nice value of the actor's thread (Linux: per thread): the front thread wins a shared core. */
-const NICE = 10;
+import type { ActorPort } from './transport.js';
 /** How long a request waits for the replica to reach the front's version before it reads what changed itself. */
 const CATCH_UP_MS = 2000;
 /** How long a request waits for a (re)starting actor to open its database before it answers 503. */
@@ -97,13 +94,16 @@ async function openDatabase(init: InitMessage): Promise<Database> {
   return openPGlite(init.inMemory ? null : init.config.dataDir);
 }
 
-export class ManagementActorThread {
+export class ManagementActorMain {
   private rt!: Runtime;
   private routes = new Map<string, Route>();
   /** Piped replies whose pieces are not all sent: the body, the bytes sent so far, pieces it may still send ahead. */
   private readonly outgoing = new Map<number, { body: Uint8Array; sent: number; credit: number }>();
-  /** The slots of the pieces buffer (mailbox.ts) that are free, and replies waiting for one. */
-  private pieces: Uint8Array<ArrayBufferLike> = new Uint8Array(0);
+  /**
+   * The slots of the pieces buffer (mailbox.ts) that are free, and replies waiting for one; no
+   * buffer (a process of its own): each piece travels in its message.
+   */
+  private pieces: Uint8Array<ArrayBufferLike> | null = null;
   private readonly freeSlots: number[] = Array.from({ length: PIECE_SLOTS }, (_, i) => i);
   private readonly waitingForSlot = new Set<number>();
   /** Requests waiting for the replica to reach a version, by organization. */
@@ -114,16 +114,14 @@ export class ManagementActorThread {
   private closing = false;
   /** Applies due schedules (features/schedules/runner.ts); set once started. */
   private runner: ScheduleRunner | null = null;
+  /** Counts its own evaluations, sent to the front with each reply (no counters shared with the front). */
+  private ownCounts: EvalCounts | null = null;
 
-  constructor(private readonly port: MessagePort) {
-    try {
-      setPriority(0, NICE);
-    } catch {
-      // Not permitted or not supported here: the actor still works, only without yielding.
-    }
+  constructor(private readonly port: ActorPort) {
     this.started = new Promise((r) => (this.markStarted = r));
     this.guardDriverFaults();
-    port.on('message', (m: ToActor) => this.receive(m));
+    port.onMessage((m) => this.receive(m));
+    port.onLost(() => void this.close());
   }
 
   /**
@@ -159,7 +157,7 @@ export class ManagementActorThread {
   }
 
   private post = (m: FromActor, transfer: ArrayBuffer[] = []): void => {
-    this.port.postMessage(m, transfer);
+    this.port.post(m, transfer);
   };
 
   private receive(m: ToActor): void {
@@ -183,7 +181,7 @@ export class ManagementActorThread {
       case 'more': {
         const out = this.outgoing.get(m.id);
         if (out !== undefined) out.credit += 1;
-        this.freeSlots.push(m.slot);
+        if (m.slot >= 0) this.freeSlots.push(m.slot);
         this.pump(m.id);
         this.pumpWaiting();
         return;
@@ -191,7 +189,7 @@ export class ManagementActorThread {
       case 'cancel':
         this.outgoing.delete(m.id);
         this.waitingForSlot.delete(m.id);
-        this.freeSlots.push(...m.slots);
+        this.freeSlots.push(...m.slots.filter((slot) => slot >= 0));
         this.pumpWaiting();
         return;
       case 'close':
@@ -202,7 +200,8 @@ export class ManagementActorThread {
 
   private async init(m: InitMessage): Promise<void> {
     const config = m.config;
-    this.pieces = new Uint8Array(m.pieces);
+    this.pieces = m.pieces === null ? null : new Uint8Array(m.pieces);
+    if (m.evalCounts === null) this.ownCounts = new EvalCounts();
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
     let db: Database;
     try {
@@ -232,7 +231,7 @@ export class ManagementActorThread {
         bus: new RelayBus(this.post),
         log,
         pool: null,
-        evalCounts: new EvalCounts(m.evalCounts),
+        evalCounts: this.ownCounts ?? new EvalCounts(m.evalCounts!),
         now: Date.now,
       };
       for (const r of managementRoutes(this.rt)) this.routes.set(routeId(r.method, r.pattern), r);
@@ -325,6 +324,7 @@ export class ManagementActorThread {
    * client accepts (content-encoding.ts), and moves its bytes to the front.
    */
   private answer(id: number, reply: Reply, route: Route | null, acceptEncoding: string): void {
+    this.sendCounts();
     const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const status = out.reply.status;
     const { headers, body: raw } = out.body === null ? { headers: out.reply.headers, body: null } : encodeAnswer(out.reply.headers, out.body, acceptEncoding);
@@ -341,23 +341,37 @@ export class ManagementActorThread {
     this.post({ t: 'reply', id, status, headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
   }
 
-  /** Sends pieces of piped reply `id` while it has credit and a slot is free. */
+  /** The evaluations requests ran since the last reply, to the front (an actor without shared counters). */
+  private sendCounts(): void {
+    if (this.ownCounts === null) return;
+    const counts: [ReasonCode, number][] = [];
+    this.ownCounts.drain((reason, n) => counts.push([reason, n]));
+    if (counts.length > 0) this.post({ t: 'counts', counts });
+  }
+
+  /** Sends pieces of piped reply `id` while it has credit and (with a shared buffer) a slot is free. */
   private pump(id: number): void {
     const out = this.outgoing.get(id);
     while (out !== undefined && out.credit > 0 && out.sent < out.body.byteLength) {
-      const slot = this.freeSlots.pop();
-      if (slot === undefined) {
-        this.waitingForSlot.add(id);
-        return;
-      }
       const end = Math.min(out.sent + PIECE_BYTES, out.body.byteLength);
-      this.pieces.set(out.body.subarray(out.sent, end), slot * PIECE_BYTES);
       const length = end - out.sent;
+      const last = end === out.body.byteLength;
+      const piece = out.body.subarray(out.sent, end);
+      if (this.pieces === null) {
+        // The message carries a copy of the view's bytes (V8 serialisation), not the whole body.
+        this.post({ t: 'piece', id, slot: -1, length, last, bytes: piece });
+      } else {
+        const slot = this.freeSlots.pop();
+        if (slot === undefined) {
+          this.waitingForSlot.add(id);
+          return;
+        }
+        this.pieces.set(piece, slot * PIECE_BYTES);
+        this.post({ t: 'piece', id, slot, length, last });
+      }
       out.sent = end;
       out.credit -= 1;
-      const last = end === out.body.byteLength;
       if (last) this.outgoing.delete(id);
-      this.post({ t: 'piece', id, slot, length, last });
     }
   }
 
@@ -388,12 +402,13 @@ export class ManagementActorThread {
   }
 
   private async close(): Promise<void> {
+    if (this.closing) return;
     this.closing = true;
     this.runner?.stop();
     try {
       await this.rt?.db.close();
     } finally {
-      this.port.close();
+      // Ends the worker thread, or the actor's process.
       process.exit(0);
     }
   }

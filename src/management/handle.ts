@@ -1,14 +1,13 @@
 /**
  * The front thread's handle on the management actor (workers/management.ts, protocol in
- * mailbox.ts): starts the worker, forwards admitted management requests and hands back their
+ * mailbox.ts, in a process or a thread of its own: transport.ts): starts it, forwards admitted management requests and hands back their
  * answers as bytes, relays the cluster events their writes publish, and serves the front's own
  * database reads (key lookups, snapshot loads, version polls) as a `Database` whose queries travel
  * through the mailbox. The front thread never runs a database driver itself.
  *
- * If the worker dies, requests in flight answer 503 and a new worker is started on the same
- * settings (an in-memory PGlite database does not survive that: tests only).
+ * If the actor dies, requests in flight answer 503 and a new one is started on the same settings
+ * (an in-memory PGlite database does not survive that: tests only).
  */
-import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
@@ -16,14 +15,20 @@ import type { BodySource, Incoming, Reply } from '../http/handler.js';
 import type { Route } from '../http/router.js';
 import type { Change } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';
+import type { EvalCounts } from '../ops/eval-counts.js';
 import type { Logger } from '../util/log.js';
-import { projectPath } from '../util/paths.js';
 import { PIECE_BYTES, PIECE_SLOTS, routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
+import { ActorPriority, type ActorPriorityMode } from './priority.js';
+import { spawnActor, type ActorHome, type ActorLink } from './transport.js';
 
 export interface ManagementOptions {
   config: Config;
   inMemory: boolean;
-  evalCounts: SharedArrayBuffer;
+  /** Where the actor runs: a process of its own (the default) or a worker thread. */
+  home: ActorHome;
+  /** An actor process's scheduling once ready (priority.ts). */
+  priority: ActorPriorityMode;
+  evalCounts: EvalCounts;
   log: Logger;
   /**
    * A cluster event a management write published: the front applies it to its own state (its
@@ -38,22 +43,23 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-const WORKER_FILE = (): string => projectPath('dist', 'workers', 'management.js');
-
 const toError = (e: ErrorData): VexilError =>
   new VexilError(e.code as ErrorCode, e.message, e.retryAfter === undefined ? {} : { retryAfter: e.retryAfter });
 
 export class ManagementActor {
-  private worker!: Worker;
+  private link!: ActorLink;
+  /** The scheduling of the current actor's process (null: a thread, or not ready yet). */
+  private priority: ActorPriority | null = null;
   private readonly pending = new Map<number, Pending>();
   /** Piped replies whose pieces are still arriving, and the current actor's slots they arrive in. */
   private readonly piped = new Map<number, PipedBody>();
-  private pieces!: SharedArrayBuffer;
+  /** The shared piece slots of an actor in a thread (null in a process: pieces come in their messages). */
+  private pieces: SharedArrayBuffer | null = null;
   /** Front-side work that relayed events started (snapshot applies), awaited before each answer. */
   private readonly applying = new Set<Promise<void>>();
   private nextId = 1;
   private closing = false;
-  /** Set once the first worker is ready: only then is a worker that dies replaced. */
+  /** Set once the first actor is ready: only then is an actor that dies replaced. */
   private started = false;
   private alive = false;
   private ready!: Promise<{ generatedAdminKey: string | null; kind: 'pglite' | 'postgres' }>;
@@ -80,30 +86,50 @@ export class ManagementActor {
   }
 
   private spawn(): void {
-    const worker = new Worker(WORKER_FILE());
-    this.worker = worker;
+    const link = spawnActor(this.opts.home);
+    this.link = link;
     this.alive = true;
     this.ready = new Promise((resolve, reject) => {
       const onReady = (m: FromActor) => {
-        if (m.t === 'ready') resolve({ generatedAdminKey: m.generatedAdminKey, kind: m.kind });
+        if (m.t === 'ready') {
+          resolve({ generatedAdminKey: m.generatedAdminKey, kind: m.kind });
+          this.prioritise(link);
+        }
         else if (m.t === 'failed') reject(new Error(m.message));
         else return;
-        worker.off('message', onReady);
+        link.offMessage(onReady);
       };
-      worker.on('message', onReady);
-      worker.once('exit', (code) => reject(new Error(`The management actor exited during start (code ${code})`)));
+      link.onMessage(onReady);
+      link.onExit((code) => reject(new Error(`The management actor exited during start (code ${code})`)));
     });
     this.ready.catch(() => {});
-    worker.on('message', (m: FromActor) => this.receive(m));
-    worker.on('error', (err) => this.log.error('management actor failed', { err }));
-    worker.on('exit', (code) => this.exited(worker, code));
-    this.pieces = new SharedArrayBuffer(PIECE_SLOTS * PIECE_BYTES);
-    const init: InitMessage = { t: 'init', config: this.opts.config, inMemory: this.opts.inMemory, evalCounts: this.opts.evalCounts, pieces: this.pieces };
-    worker.postMessage(init);
+    link.onMessage((m) => this.receive(m));
+    link.onError((err) => this.log.error('management actor failed', { err }));
+    link.onExit((code) => this.exited(link, code));
+    const shared = link.home === 'thread';
+    this.pieces = shared ? new SharedArrayBuffer(PIECE_SLOTS * PIECE_BYTES) : null;
+    const init: InitMessage = {
+      t: 'init',
+      config: this.opts.config,
+      inMemory: this.opts.inMemory,
+      evalCounts: shared ? this.opts.evalCounts.buffer : null,
+      pieces: this.pieces,
+    };
+    link.post(init);
   }
 
-  private exited(worker: Worker, code: number): void {
-    if (worker !== this.worker) return;
+  /** A ready actor in a process of its own yields the core (priority.ts). */
+  private prioritise(link: ActorLink): void {
+    if (link.pid === null || this.closing) return;
+    this.priority?.stop();
+    this.priority = new ActorPriority(link.pid, this.opts.priority, () => this.pending.size > 0 || this.piped.size > 0, this.log);
+    void this.priority.start();
+  }
+
+  private exited(link: ActorLink, code: number | null): void {
+    if (link !== this.link) return;
+    this.priority?.stop();
+    this.priority = null;
     this.alive = false;
     const lost = [...this.pending.values()];
     this.pending.clear();
@@ -125,7 +151,7 @@ export class ManagementActor {
         if (m.body !== null) reply.raw = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
         else if (m.piped !== undefined) {
           const id = m.id;
-          const body = new PipedBody(m.piped, this.pieces, {
+          const body = new PipedBody(m.piped, {
             more: (slot) => this.post({ t: 'more', id, slot }),
             cancel: (slots) => this.post({ t: 'cancel', id, slots }),
             forget: () => this.piped.delete(id),
@@ -138,8 +164,13 @@ export class ManagementActor {
         else void Promise.allSettled([...this.applying]).then(() => p.resolve(reply));
         return;
       }
-      case 'piece':
-        this.piped.get(m.id)?.arrived(m.slot, m.length, m.last);
+      case 'piece': {
+        const piece = m.bytes ?? new Uint8Array(this.pieces!, m.slot * PIECE_BYTES, m.length);
+        this.piped.get(m.id)?.arrived(m.slot, piece, m.last);
+        return;
+      }
+      case 'counts':
+        for (const [reason, n] of m.counts) this.opts.evalCounts.add(reason, n);
         return;
       case 'rows': {
         const p = this.pending.get(m.id);
@@ -176,7 +207,7 @@ export class ManagementActor {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage(message(id), transfer);
+      this.link.post(message(id), transfer);
     });
   }
 
@@ -204,7 +235,7 @@ export class ManagementActor {
   }
 
   private post(m: ToActor): void {
-    if (!this.closing && this.alive) this.worker.postMessage(m);
+    if (!this.closing && this.alive) this.link.post(m);
   }
 
   /** The database as the front thread reads it: every query runs in the actor. */
@@ -227,15 +258,16 @@ export class ManagementActor {
     };
   })();
 
-  /** Closes the actor's database and ends the worker. */
+  /** Closes the actor's database and ends the actor. */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.priority?.stop();
     if (!this.alive) return;
-    const worker = this.worker;
-    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    worker.postMessage({ t: 'close' } satisfies ToActor);
-    const timer = setTimeout(() => void worker.terminate(), 10_000);
+    const link = this.link;
+    const exited = new Promise<void>((resolve) => link.onExit(() => resolve()));
+    link.post({ t: 'close' } satisfies ToActor);
+    const timer = setTimeout(() => link.kill(), 10_000);
     await exited;
     clearTimeout(timer);
   }
@@ -243,9 +275,9 @@ export class ManagementActor {
 
 /**
  * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel), each in a slot
- * of the shared pieces buffer. A piece handed out by `next` is a view of its slot, valid until the
- * next call to `next` or `cancel`: then the slot goes back to the actor with a `more`, which also
- * asks for the piece PIECE_WINDOW ahead.
+ * of the shared pieces buffer (an actor in a thread) or in its own message (slot -1). A piece
+ * handed out by `next` is valid until the next call to `next` or `cancel`: then its slot goes back
+ * to the actor with a `more`, which also asks for the piece PIECE_WINDOW ahead.
  */
 class PipedBody implements BodySource {
   private readonly queue: { slot: number; view: Uint8Array }[] = [];
@@ -257,11 +289,10 @@ class PipedBody implements BodySource {
 
   constructor(
     readonly length: number,
-    private readonly pieces: SharedArrayBuffer,
     private readonly tell: { more(slot: number): void; cancel(slots: number[]): void; forget(): void },
   ) {}
 
-  arrived(slot: number, length: number, last: boolean): void {
+  arrived(slot: number, view: Uint8Array, last: boolean): void {
     if (this.done) {
       this.tell.cancel([slot]);
       return;
@@ -270,7 +301,7 @@ class PipedBody implements BodySource {
       this.complete = true;
       this.tell.forget();
     }
-    const piece = { slot, view: new Uint8Array(this.pieces, slot * PIECE_BYTES, length) };
+    const piece = { slot, view };
     const w = this.waiter;
     if (w !== null) {
       this.waiter = null;

@@ -1,6 +1,7 @@
 /**
  * The management actor's mailbox: every message that crosses between the front thread and the
- * management worker (workers/management.ts), in one place.
+ * management actor (workers/management.ts, in a process or a thread of its own: transport.ts), in
+ * one place.
  *
  * The management actor owns the node's database connection and runs every management request
  * (REST flag, key, audit and operator routes; GraphQL documents that are not evaluation-only):
@@ -12,10 +13,11 @@
  *   front ──request──────────▶ actor    a management request: its fields, body and admission
  *   front ◀─event───────────── actor    a cluster event the request's write published (change, key)
  *   front ◀─reply───────────── actor    status, headers and the serialised body (transferred)
- *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces, each
- *   front ──more─────────────▶ actor    in a slot of the shared `pieces` buffer, at most PIECE_WINDOW
- *   front ──cancel───────────▶ actor    ahead of the client: `more` frees a slot and asks for the
- *                                        next piece, `cancel` frees the slots and drops the rest
+ *   front ◀─counts──────────── actor    (a process) evaluations the request ran, before its reply
+ *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces (in a
+ *   front ──more─────────────▶ actor    thread each in a slot of the shared `pieces` buffer), at most
+ *   front ──cancel───────────▶ actor    PIECE_WINDOW ahead of the client: `more` frees a slot and asks
+ *                                        for the next piece, `cancel` frees the slots and drops the rest
  *   front ──query────────────▶ actor    the front's own reads: key lookups, snapshot loads, polls
  *   front ◀─rows────────────── actor
  *   front ──change───────────▶ actor    a change the front's snapshot applied (bus, poll, own write)
@@ -28,6 +30,7 @@
 import type { Principal } from '../auth/permissions.js';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
+import type { ReasonCode } from '../domain/types.js';
 import type { Change } from '../snapshots/registry.js';
 
 /** Who the front admitted a request as. */
@@ -55,10 +58,16 @@ export interface InitMessage {
   t: 'init';
   config: Config;
   inMemory: boolean;
-  /** The node's evaluation counters (a management document may evaluate). */
-  evalCounts: SharedArrayBuffer;
-  /** PIECE_SLOTS slots of PIECE_BYTES for piped answers (one buffer for the actor's life). */
-  pieces: SharedArrayBuffer;
+  /**
+   * The node's evaluation counters (a management document may evaluate); null for an actor in a
+   * process of its own, which sends its counts in `counts` messages instead.
+   */
+  evalCounts: SharedArrayBuffer | null;
+  /**
+   * PIECE_SLOTS slots of PIECE_BYTES for piped answers (one buffer for the actor's life); null for
+   * an actor in a process of its own, whose pieces travel in their `piece` messages.
+   */
+  pieces: SharedArrayBuffer | null;
 }
 
 export type ToActor =
@@ -84,8 +93,13 @@ export type FromActor =
   | { t: 'failed'; message: string }
   /** `piped`: the body (`body` null) follows in pieces, this many bytes in all. */
   | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null; piped?: number }
-  /** The next `length` bytes of reply `id`, at `slot × PIECE_BYTES` in the `pieces` buffer. */
-  | { t: 'piece'; id: number; slot: number; length: number; last: boolean }
+  /**
+   * The next `length` bytes of reply `id`: at `slot × PIECE_BYTES` in the `pieces` buffer, or (no
+   * shared buffer; `slot` -1) in `bytes`.
+   */
+  | { t: 'piece'; id: number; slot: number; length: number; last: boolean; bytes?: Uint8Array }
+  /** Evaluations a request ran in an actor without shared counters, by reason (sent before its reply). */
+  | { t: 'counts'; counts: [ReasonCode, number][] }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };

@@ -26,6 +26,11 @@ export class EvalCounts {
     Atomics.add(this.cells, INDEX[reason], 1);
   }
 
+  /** Counts `n` evaluations that ended with `reason` (counted elsewhere: the management actor's process). */
+  add(reason: ReasonCode, n: number): void {
+    Atomics.add(this.cells, INDEX[reason], n);
+  }
+
   /** Takes the counts accumulated since the last drain (front thread only), by reason. */
   drain(into: (reason: ReasonCode, n: number) => void): void {
     for (let i = 0; i < REASON_CODES.length; i++) {

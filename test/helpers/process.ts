@@ -38,6 +38,8 @@ export interface SpawnNodeOptions {
   stderr?: 'pipe' | 'inherit';
   onStderr?: (text: string) => void;
   stderrKeep?: number;
+  /** CPUs to pin the node to (`taskset -c`), its children included. */
+  taskset?: string;
   /** How long to wait for the listening line (default 60 s). */
   startTimeoutMs?: number;
 }
@@ -61,7 +63,10 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
  * SIGKILLed at teardown. Rejects if it exits (or stays silent) before listening.
  */
 export async function spawnNode(t: { teardown(fn: () => unknown): void } | null, opts: SpawnNodeOptions = {}): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [opts.main ?? projectPath('dist', 'src', 'main.js')], {
+  const main = opts.main ?? projectPath('dist', 'src', 'main.js');
+  // taskset execs the node, so the child's pid is the node's.
+  const [cmd, args] = opts.taskset === undefined ? [process.execPath, [main]] : ['taskset', ['-c', opts.taskset, process.execPath, main]];
+  const child = spawn(cmd, args, {
     cwd: opts.cwd ?? projectPath(),
     env: childEnv(opts.env ?? {}),
     stdio: ['ignore', 'pipe', opts.stderr === 'inherit' ? 'inherit' : 'pipe'],

@@ -1,15 +1,21 @@
 /**
- * A node's threads on a shared core (docs/cluster.md), read from /proc on a running node process:
- * the front thread stays at nice 0; the management actor and the helper threads started before any
- * worker (V8's and libuv's) run at nice 10; none is in SCHED_IDLE (measured worse:
- * docs/benchmarks.md, "Large organizations: isolation and paging"). Linux only.
+ * A node's threads and processes on a shared core (docs/cluster.md), read from /proc on a running
+ * node: the front thread at nice 0 and SCHED_OTHER, the front process's helper threads at nice 10;
+ * the management actor in a process of its own whose every thread (V8's garbage collection helpers
+ * included) runs at nice 10 and, once ready, in SCHED_IDLE (src/management/priority.ts), lifted
+ * back to SCHED_OTHER while evaluation starves it. The actor's process ends with its node, however
+ * the node ends, and a node whose actor dies starts another. Linux only.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import t from 'tap';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
 import { spawnNode } from '../helpers/process.js';
 
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
+const ADMIN_KEY = 'ab'.repeat(32);
 
 interface ThreadInfo {
   tid: number;
@@ -35,15 +41,140 @@ function threadsOf(pid: number): ThreadInfo[] {
   return out;
 }
 
-t.test('threads and priorities', { skip: process.platform !== 'linux' ? 'Linux only' : false }, async (t) => {
-  t.test('no SCHED_IDLE thread; the front at nice 0, the actor and helpers at nice 10', async (t) => {
-    const node = await spawnNode(t, {});
+/** The child processes of `pid` (every thread's /proc children list). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/)) if (c !== '') out.push(Number(c));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+const cmdline = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The node's management actor process (the one child running workers/management.js). */
+function actorOf(t: Test, pid: number): number {
+  const actors = childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.js'));
+  t.equal(actors.length, 1, 'one management actor process, a child of the node');
+  return actors[0];
+}
+
+async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await what()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return what();
+}
+
+const listFlags = (url: string): Promise<Response> => fetch(`${url}/api/flags?limit=1`, { headers: { 'x-management-key': ADMIN_KEY } });
+
+t.test('threads, processes and priorities', { skip: process.platform !== 'linux' ? 'Linux only' : false }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vexil-threads-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  const env = (extra: Record<string, string> = {}) => ({ VEXIL_DATA_DIR: join(dir, `node-${++n}`), VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra });
+
+  t.test('the front at nice 0; the actor a process of its own, every thread at nice 10 and in SCHED_IDLE', async (t) => {
+    const node = await spawnNode(t, { env: env() });
     const pid = node.child.pid!;
+    const front = threadsOf(pid);
+    t.same(
+      { nice: front.find((x) => x.tid === pid)?.nice, policy: front.find((x) => x.tid === pid)?.policy },
+      { nice: 0, policy: SCHED_OTHER },
+      'the front thread: nice 0, SCHED_OTHER',
+    );
+    t.ok(front.filter((x) => x.tid !== pid && x.nice === 10).length >= 1, "the front process's helper threads at nice 10");
+    t.same(front.filter((x) => x.policy !== SCHED_OTHER), [], 'no thread of the front process in another policy');
+    const actor = actorOf(t, pid);
+    t.ok(threadsOf(actor).length >= 2, 'the actor process has its own threads (its V8 helpers among them)');
+    t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'every thread of the actor process in SCHED_IDLE once it is ready');
+    t.same(threadsOf(actor).filter((x) => x.nice !== 10), [], 'every thread of the actor process at nice 10');
+    t.equal((await listFlags(node.url)).status, 200, 'management requests answer through it');
+    await node.kill('SIGTERM');
+    t.ok(await until(() => !alive(actor), 5000), 'a node stopped by SIGTERM stops its actor');
+  });
+
+  t.test('a node killed outright leaves no actor behind', async (t) => {
+    const node = await spawnNode(t, { env: env() });
+    const actor = actorOf(t, node.child.pid!);
+    await node.kill('SIGKILL');
+    t.ok(await until(() => !alive(actor), 8000), 'the actor process ends when its node is gone');
+  });
+
+  t.test('an actor that dies is replaced; management answers again', async (t) => {
+    const node = await spawnNode(t, { env: env() });
+    const pid = node.child.pid!;
+    const first = actorOf(t, pid);
+    process.kill(first, 'SIGKILL');
+    t.ok(await until(() => !alive(first), 5000), 'the first actor is gone');
+    const answered = await until(async () => (await listFlags(node.url).catch(() => null))?.status === 200, 20_000);
+    t.ok(answered, 'management answers 200 again, from a new actor');
+    const second = actorOf(t, pid);
+    t.not(second, first, 'a new actor process');
+    t.match(node.stderrTail(), /management actor exited; starting a new one/, 'the replacement is logged');
+    t.equal(node.exit, null, 'the node itself kept running');
+    await node.kill('SIGTERM');
+  });
+
+  t.test('VEXIL_MANAGEMENT_PRIORITY=low: the actor process stays in SCHED_OTHER at nice 10', async (t) => {
+    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_PRIORITY: 'low' }) });
+    const actor = actorOf(t, node.child.pid!);
+    t.equal((await listFlags(node.url)).status, 200, 'the actor is ready');
+    await new Promise((r) => setTimeout(r, 300));
+    t.same(
+      threadsOf(actor).filter((x) => x.nice !== 10 || x.policy !== SCHED_OTHER),
+      [],
+      'every thread of the actor process at nice 10, SCHED_OTHER',
+    );
+    await node.kill('SIGTERM');
+  });
+
+  t.test('an actor that starves in SCHED_IDLE is lifted back to SCHED_OTHER and answers', { skip: !existsSync('/usr/bin/taskset') ? 'no taskset' : false }, async (t) => {
+    // The node and a spinning process of normal priority share one core: SCHED_IDLE gets next to nothing of it.
+    const node = await spawnNode(t, { env: env(), taskset: '0' });
+    const actor = actorOf(t, node.child.pid!);
+    t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'the actor in SCHED_IDLE');
+    const spinner = spawn('taskset', ['-c', '0', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' });
+    t.teardown(() => void spinner.kill('SIGKILL'));
+    const started = Date.now();
+    const r = await listFlags(node.url);
+    t.equal(r.status, 200, `a management request still answers (${Date.now() - started} ms)`);
+    t.ok(await until(() => threadsOf(actor)[0].policy === SCHED_OTHER, 15_000), 'the actor process is back in SCHED_OTHER');
+    t.same(threadsOf(actor).filter((x) => x.nice !== 10), [], 'at nice 10');
+    t.ok(await until(() => /management actor starved in SCHED_IDLE/.test(node.stderrTail()), 5000), 'the lift is logged');
+    spinner.kill('SIGKILL');
+    await node.kill('SIGTERM');
+  });
+
+  t.test('VEXIL_MANAGEMENT_ACTOR=thread: the actor a thread of the node, at nice 10', async (t) => {
+    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_ACTOR: 'thread' }) });
+    const pid = node.child.pid!;
+    t.same(childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.js')), [], 'no actor process');
     const threads = threadsOf(pid);
-    t.equal(threads.filter((x) => x.policy === SCHED_IDLE).length, 0, 'no SCHED_IDLE thread');
-    const front = threads.find((x) => x.tid === pid);
-    t.same({ nice: front?.nice, policy: front?.policy }, { nice: 0, policy: SCHED_OTHER }, 'the front thread: nice 0, SCHED_OTHER');
-    t.ok(threads.filter((x) => x.nice === 10).length >= 2, 'helpers and the actor at nice 10');
+    t.equal(threads.find((x) => x.tid === pid)?.nice, 0, 'the front thread at nice 0');
+    t.ok(threads.filter((x) => x.nice === 10).length >= 2, 'the actor thread and the helpers at nice 10');
+    t.equal((await listFlags(node.url)).status, 200, 'management requests answer through it');
     await node.kill('SIGTERM');
   });
 });

@@ -1,0 +1,146 @@
+/**
+ * How the management actor's mailbox (mailbox.ts) travels: the two ends of the channel between the
+ * front thread and the actor, in one of two homes (`VEXIL_MANAGEMENT_ACTOR`):
+ *
+ * - `process` (the default): a child process (`child_process.fork`, V8 serialisation over its IPC
+ *   pipe). Its threads, V8's garbage collection helpers included, are its own and all run at a
+ *   lower priority (nice 10, then SCHED_IDLE: priority.ts); it shares no memory map and no helper
+ *   with the front, so nothing the front waits for runs at the actor's priority (docs/cluster.md).
+ *   It ends itself when the front's process goes away.
+ * - `thread`: a worker thread of the front's process. Large answers then cross through a
+ *   SharedArrayBuffer of piece slots and evaluation counts through shared cells; in a process they
+ *   travel inside the messages.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
+import { parentPort, Worker, type MessagePort } from 'node:worker_threads';
+import { projectPath } from '../util/paths.js';
+import { yieldHelperThreads } from '../util/thread-priority.js';
+import type { FromActor, ToActor } from './mailbox.js';
+
+export type ActorHome = 'process' | 'thread';
+
+/** The front's end: posts to the actor, hears from it and from its end. */
+export interface ActorLink {
+  readonly home: ActorHome;
+  /** The actor's process id (a process of its own), else null. */
+  readonly pid: number | null;
+  post(m: ToActor, transfer?: ArrayBuffer[]): void;
+  onMessage(fn: (m: FromActor) => void): void;
+  offMessage(fn: (m: FromActor) => void): void;
+  /** Once, when the actor has ended (code null: ended by a signal). */
+  onExit(fn: (code: number | null) => void): void;
+  onError(fn: (err: Error) => void): void;
+  /** Ends the actor at once (its database is not closed). */
+  kill(): void;
+}
+
+/** The actor's end. */
+export interface ActorPort {
+  readonly home: ActorHome;
+  post(m: FromActor, transfer?: ArrayBuffer[]): void;
+  onMessage(fn: (m: ToActor) => void): void;
+  /** Once, when the front is gone without a `close` (a process whose parent died): the actor closes. */
+  onLost(fn: () => void): void;
+}
+
+/** Nice value of every thread of the actor (Linux: per thread): the front wins a shared core. */
+export const ACTOR_NICE = 10;
+
+/** How long an actor whose front is gone gets to close its database before it exits anyway. */
+const LOST_EXIT_MS = 5000;
+
+const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.js');
+
+/** Starts an actor (workers/management.js) in `home`. */
+export function spawnActor(home: ActorHome): ActorLink {
+  return home === 'thread' ? threadLink(new Worker(ACTOR_FILE())) : processLink(forkActor());
+}
+
+function forkActor(): ChildProcess {
+  return fork(ACTOR_FILE(), [], {
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+function threadLink(worker: Worker): ActorLink {
+  return {
+    home: 'thread',
+    pid: null,
+    post: (m, transfer = []) => worker.postMessage(m, transfer),
+    onMessage: (fn) => void worker.on('message', fn),
+    offMessage: (fn) => void worker.off('message', fn),
+    onExit: (fn) => void worker.once('exit', fn),
+    onError: (fn) => void worker.on('error', fn),
+    kill: () => void worker.terminate(),
+  };
+}
+
+function processLink(child: ChildProcess): ActorLink {
+  let connected = true;
+  child.once('exit', () => (connected = false));
+  child.once('disconnect', () => (connected = false));
+  return {
+    home: 'process',
+    pid: child.pid ?? null,
+    // Transfer lists mean nothing across processes: the bytes are copied into the message.
+    post: (m) => {
+      if (connected) child.send(m);
+    },
+    onMessage: (fn) => void child.on('message', fn as (m: unknown) => void),
+    offMessage: (fn) => void child.off('message', fn as (m: unknown) => void),
+    onExit: (fn) => void child.once('exit', (code) => fn(code)),
+    onError: (fn) => void child.on('error', fn),
+    kill: () => void child.kill('SIGKILL'),
+  };
+}
+
+/**
+ * The actor's end, from inside workers/management.js, and its priority: in a thread, its own
+ * thread at ACTOR_NICE; in a process, every thread of the process.
+ */
+export function actorPort(): ActorPort {
+  if (parentPort !== null) {
+    lowerOwnThread();
+    return threadPort(parentPort);
+  }
+  if (process.send === undefined) throw new Error('workers/management.js runs as a worker thread or a forked process');
+  lowerOwnThread();
+  yieldHelperThreads(ACTOR_NICE);
+  const send = process.send.bind(process);
+  // Signals meant for the node's process group (a terminal's Ctrl-C) reach the actor too: it ends
+  // when the front closes it or goes away, not before the front has finished with it.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {});
+  return {
+    home: 'process',
+    post: (m) => {
+      if (process.connected) send(m);
+    },
+    onMessage: (fn) => void process.on('message', fn as (m: unknown) => void),
+    // The front's process went away (killed, crashed): nothing is left to serve.
+    onLost: (fn) =>
+      void process.once('disconnect', () => {
+        setTimeout(() => process.exit(0), LOST_EXIT_MS).unref();
+        fn();
+      }),
+  };
+}
+
+function threadPort(port: MessagePort): ActorPort {
+  return {
+    home: 'thread',
+    post: (m, transfer = []) => port.postMessage(m, transfer),
+    onMessage: (fn) => void port.on('message', fn),
+    // A thread ends with its process.
+    onLost: () => {},
+  };
+}
+
+function lowerOwnThread(): void {
+  try {
+    setPriority(0, ACTOR_NICE);
+  } catch {
+    // Not permitted or not supported here: the actor still works, only without yielding.
+  }
+}
