@@ -59,6 +59,8 @@ export function spawnActor(home: ActorHome): ActorLink {
 
 function forkActor(): ChildProcess {
   return fork(ACTOR_FILE(), [], {
+    // The node's own flags, but not an inspector's: its port is the front's.
+    execArgv: process.execArgv.filter((a) => !/^--(inspect|debug)/.test(a)),
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
