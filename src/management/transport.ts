@@ -59,11 +59,28 @@ export function spawnActor(home: ActorHome): ActorLink {
 
 function forkActor(): ChildProcess {
   return fork(ACTOR_FILE(), [], {
-    // The node's own flags, but not an inspector's: its port is the front's.
-    execArgv: process.execArgv.filter((a) => !/^--(inspect|debug)/.test(a)),
+    execArgv: actorExecArgv(process.execArgv),
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+}
+
+/**
+ * The node's own flags for the actor's process (heap sizes, for one), but neither an inspector's
+ * (its port is the front's) nor preloaded modules (`--import`, `--require`, `--loader`: they were
+ * meant for the program the node runs, and a test runner's loaders cost every actor a slow start).
+ * A flag's value may be the next argument (`--require x`) or after `=`.
+ */
+export function actorExecArgv(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (/^--(inspect|debug)/.test(a)) continue;
+    const m = /^(--import|--require|-r|--loader|--experimental-loader)(=.*)?$/.exec(a);
+    if (m === null) out.push(a);
+    else if (m[2] === undefined) i += 1;
+  }
+  return out;
 }
 
 function threadLink(worker: Worker): ActorLink {

@@ -176,7 +176,11 @@ function conditionText(c: Segment['conditions'][number]): string {
 
 export function SegmentsPage() {
   const s = useSession();
-  const { data, error, loading, reload } = useLoad(() => gql<{ segments: Segment[] | null }>(`{ segments { ${SEGMENT_FIELDS} } }`).then((d) => d.segments ?? []), []);
+  const { data: loaded, error, loading, reload } = useLoad(() => gql<{ segments: Segment[] | null }>(`{ segments { ${SEGMENT_FIELDS} } }`).then((d) => d.segments ?? []), []);
+  // A deleted segment leaves the list at once, not when the list has been read again.
+  const [deleted, setDeleted] = useState<string | null>(null);
+  useEffect(() => setDeleted(null), [loaded]);
+  const data = deleted === null ? loaded : loaded?.filter((x) => x.name !== deleted);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
@@ -189,6 +193,7 @@ export function SegmentsPage() {
     try {
       await gql('mutation($n: String!) { deleteSegment(name: $n) }', { n: name });
       if (editing === name) setEditing(null);
+      setDeleted(name);
       setStatus(`Segment ${name} deleted.`);
       reload();
     } catch (err) {
