@@ -307,12 +307,30 @@ export class GraphQLExecutor {
       variableDefaults: defaults,
       plan: null,
     };
-    // A fixed estimate passed: compile now (no request can be refused for its size any more).
-    if (shape.fixed !== null) {
+    // A fixed estimate passed: an evaluation-only document is compiled now (no request can be
+    // refused for its size any more). Any other is compiled where it runs (`checked`): the
+    // front thread, which only validates and costs it, never compiles one.
+    if (shape.fixed !== null && evaluationOnly) {
       const failed = this.ready(prepared);
       if (failed !== null) return { ok: false, errors: failed };
     }
     return prepared;
+  }
+
+  /**
+   * Validates a prepared document once (when `prepare` did not), without compiling it: what the
+   * front thread needs of a document the management actor runs. The errors are cached on it.
+   */
+  private validated(p: PreparedDocument): FormattedError[] | null {
+    if (p.run !== null || p.pending === null || p.pending.validated) return p.compileErrors;
+    const invalid = validate(this.schema, p.pending.doc);
+    if (invalid.length > 0) {
+      p.pending = null;
+      p.compileErrors = requestErrors(invalid);
+      return p.compileErrors;
+    }
+    p.pending.validated = true;
+    return null;
   }
 
   /**
@@ -382,7 +400,7 @@ export class GraphQLExecutor {
    * (`answer(…, charged = true)`).
    */
   answerOnFront(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string | Buffer> | string | null {
-    const p = this.checked(rt, auth, req);
+    const p = this.checked(rt, auth, req, false);
     if (typeof p === 'string') return p;
     if (p.evaluationOnly) return this.answerChecked(rt, auth, req, p, false);
     this.charge(rt, auth, p);
@@ -391,9 +409,12 @@ export class GraphQLExecutor {
 
   /**
    * Every check before execution (document, variables' contexts, result estimate, validation):
-   * the prepared document, or the answer that refuses it.
+   * the prepared document, or the answer that refuses it. `compile` false (the front thread): a
+   * document that is not evaluation-only is validated but not compiled, since the management
+   * actor runs it (compiling a large management document with graphql-jit took the front tens of
+   * ms the first time, once per document text).
    */
-  private checked(rt: Runtime, auth: Authenticated, req: GraphQLRequest): PreparedDocument | string {
+  private checked(rt: Runtime, auth: Authenticated, req: GraphQLRequest, compile = true): PreparedDocument | string {
     const p = this.prepare(req.query, req.operationName);
     if (!p.ok) return JSON.stringify({ errors: p.errors } satisfies GraphQLResponse);
     if (p.variableContexts.length > 0) {
@@ -404,9 +425,9 @@ export class GraphQLExecutor {
       const estimate = this.estimateResult(p, rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot, req.variables);
       const over = resultViolation(estimate, this.maxResult);
       if (over !== null) return refusal(over);
-      const failed = this.ready(p);
-      if (failed !== null) return JSON.stringify({ errors: failed } satisfies GraphQLResponse);
     }
+    const failed = compile || p.evaluationOnly ? this.ready(p) : this.validated(p);
+    if (failed !== null) return JSON.stringify({ errors: failed } satisfies GraphQLResponse);
     return p;
   }
 

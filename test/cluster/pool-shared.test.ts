@@ -54,7 +54,9 @@ t.test('a one-flag change writes that flag\'s record and one notification', asyn
   t.equal(store.stats.recordsWritten - before.recordsWritten, 1, 'one record written');
   const bytes = store.stats.bytesWritten - before.bytesWritten;
   t.ok(bytes > 0 && bytes < 2048, `${bytes} bytes written: the flag's record, not the organization`);
-  t.equal(store.stats.messages - before.messages, 1, 'one message to the workers');
+  // A worker still starting on a busy machine says hello late and is answered with a replay: not this change's.
+  const replays = store.stats.replays - before.replays;
+  t.equal(store.stats.messages - before.messages - replays, 1, `one message to the workers${replays > 0 ? ` (besides ${replays} replay for a worker that started late)` : ''}`);
   t.equal(store.stats.generations, before.generations, 'no rewrite of the organization');
   const r = await evaluate(n, key, 's3', { userId: 'x', stage: 'production' });
   t.equal(r.body.key, 'on', 'the next request sees the change (read-your-writes)');
