@@ -1,7 +1,7 @@
 /**
  * The front thread's handle on the management actor (workers/management.ts, protocol in
- * mailbox.ts, in a process or a thread of its own: transport.ts): starts it, forwards admitted management requests and hands back their
- * answers as bytes, relays the cluster events their writes publish, and serves the front's own
+ * mailbox.ts, in a process or a thread of its own: transport.ts): starts it, forwards admitted
+ * management requests and hands back their answers as bytes, relays the cluster events their writes publish, and serves the front's own
  * database reads (key lookups, snapshot loads, version polls) as a `Database` whose queries travel
  * through the mailbox. The front thread never runs a database driver itself.
  *
@@ -91,10 +91,7 @@ export class ManagementActor {
     this.alive = true;
     this.ready = new Promise((resolve, reject) => {
       const onReady = (m: FromActor) => {
-        if (m.t === 'ready') {
-          resolve({ generatedAdminKey: m.generatedAdminKey, kind: m.kind });
-          this.prioritise(link);
-        }
+        if (m.t === 'ready') resolve({ generatedAdminKey: m.generatedAdminKey, kind: m.kind });
         else if (m.t === 'failed') reject(new Error(m.message));
         else return;
         link.offMessage(onReady);
@@ -164,6 +161,10 @@ export class ManagementActor {
         else void Promise.allSettled([...this.applying]).then(() => p.resolve(reply));
         return;
       }
+      case 'ready':
+        // Also a restarted actor that opened its database only on a later try.
+        this.prioritise(this.link);
+        return;
       case 'piece': {
         const piece = m.bytes ?? new Uint8Array(this.pieces!, m.slot * PIECE_BYTES, m.length);
         this.piped.get(m.id)?.arrived(m.slot, piece, m.last);

@@ -44,6 +44,9 @@ t.test('NATS stopped and restarted under load: no wrong answers, convergence by 
   await nats.restart();
   const health = await until(() => request(b.url, 'GET', '/healthz'), (r) => r.body?.bus === 'up', 10_000, 100);
   t.equal(health.body.bus, 'up', 'B reconnects to NATS');
+  // A publishes the next change: it must be back on the bus too (on a busy machine it may reconnect later than B).
+  const healthA = await until(() => request(a.url, 'GET', '/healthz'), (r) => r.body?.bus === 'up', 10_000, 100);
+  t.equal(healthA.body.bus, 'up', 'A reconnects to NATS');
   t.equal((await upsertConfig(a, 'f', { defaultVariantKey: 'off' })).status, 200);
   const after = await until(() => evaluate(b, ek, 'f', body), (r) => r.body?.key === 'off', 3000);
   t.equal(after.body.key, 'off', 'B converges after NATS is back');
