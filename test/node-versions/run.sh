@@ -31,8 +31,8 @@ echo "node $(node --version) from $node_bin"
 
 [ -d dist ] || npm run build
 # What depends on the Node.js version: the native front and the fallback (HTTP parsing, timeouts,
-# back-pressure), worker threads (the evaluation pool, the management actor with PGlite's WASM,
-# shared memory), graphql-jit's generated code, the REST, GraphQL and evaluation surfaces on top, and
+# back-pressure), worker threads (the evaluation pool, shared memory), the management actor's
+# process (fork, V8 serialisation over IPC, PGlite's WASM), graphql-jit's generated code, the REST, GraphQL and evaluation surfaces on top, and
 # the in-process provider (fetch, web streams and timers of the Node.js it runs in).
 # The pure-logic and scale suites (fast-check walks, 100,000 flags, cluster faults) run on the main
 # Node.js in CI; any of them runs here too with `bash test/node-versions/run.sh 22 <files>`.
