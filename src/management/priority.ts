@@ -36,6 +36,7 @@ export class ActorPriority {
   private state: 'low' | 'idle' | 'stuck' = 'low';
   private timer: NodeJS.Timeout | null = null;
   private liftTimer: NodeJS.Timeout | null = null;
+  /** The last reading while busy (`at` 0: none; the next busy period starts a new one). */
   private last = { at: 0, waited: 0 };
   private switching = false;
   private stopped = false;
@@ -56,7 +57,6 @@ export class ActorPriority {
       return;
     }
     if (!(await this.set('--idle'))) return;
-    this.last = { at: performance.now(), waited: this.waitedNs() };
     this.timer = setInterval(() => void this.watch(), WATCH_MS).unref();
   }
 
@@ -83,11 +83,17 @@ export class ActorPriority {
   }
 
   private async watch(): Promise<void> {
+    // Only while idle and with work in flight: no /proc read on the front thread otherwise.
+    if (this.state !== 'idle' || this.switching || !this.busy()) {
+      this.last.at = 0;
+      return;
+    }
     const now = performance.now();
     const waited = this.waitedNs();
+    const fresh = this.last.at === 0;
     const share = (waited - this.last.waited) / 1e6 / (now - this.last.at);
     this.last = { at: now, waited };
-    if (this.state !== 'idle' || this.switching || !(share > STARVED_SHARE) || !this.busy()) return;
+    if (fresh || !(share > STARVED_SHARE)) return;
     this.switching = true;
     const lifted = await this.set('--other');
     this.switching = false;
