@@ -14,6 +14,14 @@ import { canPin, cpuSeconds, freePort, peakRssMiB, pinned, processTree, startChi
 import type { Background, HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenario-types.js';
 import type { SeedResult } from './seed.js';
 
+
+/** The median of `xs` (NaN for none). */
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench/*.js -> repo root; falls back to the working directory. */
 export const ROOT = existsSync(path.resolve(HERE, '../../package.json')) ? path.resolve(HERE, '../..') : process.cwd();
@@ -217,7 +225,9 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
   if (opts.evalWorkers !== undefined) env.VEXIL_EVAL_WORKERS = opts.evalWorkers;
   Object.assign(env, so.env ?? {});
   const label = so.label ?? 'service';
-  const child = startChild(label, process.execPath, [opts.servicePath], {
+  // Diagnostics for the server alone (for example --trace-gc), without touching the generator's flags.
+  const nodeArgs = (process.env.VEXIL_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = startChild(label, process.execPath, [...nodeArgs, opts.servicePath], {
     env,
     cpus: opts.pin ? SERVER_CPUS : undefined,
     cwd: ROOT,

@@ -26,6 +26,7 @@ import {
   log,
   makeContext,
   measure,
+  median,
   startService,
   workersLabel,
   type Measurement,
@@ -94,12 +95,6 @@ function againstBuild(baseMain: string): Comparison[] {
     { name: 'paired-build-graphql', aim: 0.97, what: what('100-alias GraphQL'), a: batch, b: batch, aMain: baseMain },
   ];
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 interface Side {
   scenario: Scenario;

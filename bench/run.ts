@@ -82,7 +82,7 @@ function usage(): string {
     '  --startup-timeout SEC  how long a service may take to answer (30; 300 for seeded scaling services)',
     '  --quiet-wait SEC       before each measurement, wait up to SEC for the machine to be idle (0)',
     '  --keep-data            keep the services\' temporary data directories',
-    '  --verbose              echo the children\'s output',
+    '  --verbose              echo the children\'s output (VEXIL_BENCH_SERVER_NODE_ARGS: node flags for the service alone, e.g. --trace-gc)',
     '  --out DIR              results directory (bench/results)',
     'propagation needs DATABASE_URL and NATS_URL in the environment (skipped otherwise).',
     'Not in default: rest-eval, rest-node-front, rest-metrics-off, rest-segment, abuse, paired, snapshot-memory, and the two large-organization ones (3-5 minutes each on a busy 2-core VM;',

@@ -35,7 +35,7 @@ import type { Logger } from '../util/log.js';
 import { managementRoutes } from './routes.js';
 import { isIdempotentWrite, withIdempotency } from './idempotency.js';
 import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
-import type { ActorPort } from './transport.js';
+import { pieceWriter, type ActorPort } from './transport.js';
 /** How long a request waits for the replica to reach the front's version before it reads what changed itself. */
 const CATCH_UP_MS = 2000;
 /** How long a request waits for a (re)starting actor to open its database before it answers 503. */
@@ -99,11 +99,10 @@ export class ManagementActorMain {
   private routes = new Map<string, Route>();
   /** Piped replies whose pieces are not all sent: the body, the bytes sent so far, pieces it may still send ahead. */
   private readonly outgoing = new Map<number, { body: Uint8Array; sent: number; credit: number }>();
-  /**
-   * The slots of the pieces buffer (mailbox.ts) that are free, and replies waiting for one; no
-   * buffer (a process of its own): each piece travels in its message.
-   */
-  private pieces: Uint8Array<ArrayBufferLike> | null = null;
+  /** Writes a piece into a slot (transport.ts); the slots that are free, and replies waiting for one. */
+  private putPiece: (slot: number, bytes: Uint8Array) => void = () => {
+    throw new Error('no piece slots before init');
+  };
   private readonly freeSlots: number[] = Array.from({ length: PIECE_SLOTS }, (_, i) => i);
   private readonly waitingForSlot = new Set<number>();
   /** Requests waiting for the replica to reach a version, by organization. */
@@ -181,7 +180,7 @@ export class ManagementActorMain {
       case 'more': {
         const out = this.outgoing.get(m.id);
         if (out !== undefined) out.credit += 1;
-        if (m.slot >= 0) this.freeSlots.push(m.slot);
+        this.freeSlots.push(m.slot);
         this.pump(m.id);
         this.pumpWaiting();
         return;
@@ -189,7 +188,7 @@ export class ManagementActorMain {
       case 'cancel':
         this.outgoing.delete(m.id);
         this.waitingForSlot.delete(m.id);
-        this.freeSlots.push(...m.slots.filter((slot) => slot >= 0));
+        this.freeSlots.push(...m.slots);
         this.pumpWaiting();
         return;
       case 'close':
@@ -200,7 +199,7 @@ export class ManagementActorMain {
 
   private async init(m: InitMessage): Promise<void> {
     const config = m.config;
-    this.pieces = m.pieces === null ? null : new Uint8Array(m.pieces);
+    this.putPiece = pieceWriter(m.pieces);
     if (m.evalCounts === null) this.ownCounts = new EvalCounts();
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
     let db: Database;
@@ -349,26 +348,20 @@ export class ManagementActorMain {
     if (counts.length > 0) this.post({ t: 'counts', counts });
   }
 
-  /** Sends pieces of piped reply `id` while it has credit and (with a shared buffer) a slot is free. */
+  /** Sends pieces of piped reply `id` while it has credit and a slot is free. */
   private pump(id: number): void {
     const out = this.outgoing.get(id);
     while (out !== undefined && out.credit > 0 && out.sent < out.body.byteLength) {
       const end = Math.min(out.sent + PIECE_BYTES, out.body.byteLength);
       const length = end - out.sent;
       const last = end === out.body.byteLength;
-      const piece = out.body.subarray(out.sent, end);
-      if (this.pieces === null) {
-        // The message carries a copy of the view's bytes (V8 serialisation), not the whole body.
-        this.post({ t: 'piece', id, slot: -1, length, last, bytes: piece });
-      } else {
-        const slot = this.freeSlots.pop();
-        if (slot === undefined) {
-          this.waitingForSlot.add(id);
-          return;
-        }
-        this.pieces.set(piece, slot * PIECE_BYTES);
-        this.post({ t: 'piece', id, slot, length, last });
+      const slot = this.freeSlots.pop();
+      if (slot === undefined) {
+        this.waitingForSlot.add(id);
+        return;
       }
+      this.putPiece(slot, out.body.subarray(out.sent, end));
+      this.post({ t: 'piece', id, slot, length, last });
       out.sent = end;
       out.credit -= 1;
       if (last) this.outgoing.delete(id);

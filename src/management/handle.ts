@@ -17,7 +17,7 @@ import type { Change } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
 import type { Logger } from '../util/log.js';
-import { PIECE_BYTES, PIECE_SLOTS, routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
+import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
 import { ActorPriority, type ActorPriorityMode } from './priority.js';
 import { spawnActor, type ActorHome, type ActorLink } from './transport.js';
 
@@ -51,10 +51,8 @@ export class ManagementActor {
   /** The scheduling of the current actor's process (null: a thread, or not ready yet). */
   private priority: ActorPriority | null = null;
   private readonly pending = new Map<number, Pending>();
-  /** Piped replies whose pieces are still arriving, and the current actor's slots they arrive in. */
+  /** Piped replies whose pieces are still arriving (in the current actor's piece slots). */
   private readonly piped = new Map<number, PipedBody>();
-  /** The shared piece slots of an actor in a thread (null in a process: pieces come in their messages). */
-  private pieces: SharedArrayBuffer | null = null;
   /** Front-side work that relayed events started (snapshot applies), awaited before each answer. */
   private readonly applying = new Set<Promise<void>>();
   private nextId = 1;
@@ -103,14 +101,12 @@ export class ManagementActor {
     link.onMessage((m) => this.receive(m));
     link.onError((err) => this.log.error('management actor failed', { err }));
     link.onExit((code) => this.exited(link, code));
-    const shared = link.home === 'thread';
-    this.pieces = shared ? new SharedArrayBuffer(PIECE_SLOTS * PIECE_BYTES) : null;
     const init: InitMessage = {
       t: 'init',
       config: this.opts.config,
       inMemory: this.opts.inMemory,
-      evalCounts: shared ? this.opts.evalCounts.buffer : null,
-      pieces: this.pieces,
+      evalCounts: link.home === 'thread' ? this.opts.evalCounts.buffer : null,
+      pieces: link.piecesInit,
     };
     link.post(init);
   }
@@ -166,8 +162,9 @@ export class ManagementActor {
         this.prioritise(this.link);
         return;
       case 'piece': {
-        const piece = m.bytes ?? new Uint8Array(this.pieces!, m.slot * PIECE_BYTES, m.length);
-        this.piped.get(m.id)?.arrived(m.slot, piece, m.last);
+        const body = this.piped.get(m.id);
+        if (body === undefined) this.post({ t: 'cancel', id: m.id, slots: [m.slot] });
+        else body.arrived(m.slot, () => this.link.piece(m.slot, m.length), m.last);
         return;
       }
       case 'counts':
@@ -275,13 +272,13 @@ export class ManagementActor {
 }
 
 /**
- * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel), each in a slot
- * of the shared pieces buffer (an actor in a thread) or in its own message (slot -1). A piece
- * handed out by `next` is valid until the next call to `next` or `cancel`: then its slot goes back
- * to the actor with a `more`, which also asks for the piece PIECE_WINDOW ahead.
+ * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel), each in a piece
+ * slot (transport.ts), read only when it is handed out. A piece handed out by `next` is valid until
+ * the next call to `next` or `cancel`: then its slot goes back to the actor with a `more`, which
+ * also asks for the piece PIECE_WINDOW ahead.
  */
 class PipedBody implements BodySource {
-  private readonly queue: { slot: number; view: Uint8Array }[] = [];
+  private readonly queue: { slot: number; read: () => Uint8Array }[] = [];
   /** The slot of the piece last handed out. */
   private held: number | null = null;
   private complete = false;
@@ -293,7 +290,8 @@ class PipedBody implements BodySource {
     private readonly tell: { more(slot: number): void; cancel(slots: number[]): void; forget(): void },
   ) {}
 
-  arrived(slot: number, view: Uint8Array, last: boolean): void {
+  /** The piece in `slot` is there; `read` gives its bytes (once, when it is handed out). */
+  arrived(slot: number, read: () => Uint8Array, last: boolean): void {
     if (this.done) {
       this.tell.cancel([slot]);
       return;
@@ -302,13 +300,12 @@ class PipedBody implements BodySource {
       this.complete = true;
       this.tell.forget();
     }
-    const piece = { slot, view };
     const w = this.waiter;
     if (w !== null) {
       this.waiter = null;
       this.held = slot;
-      w.resolve(piece.view);
-    } else this.queue.push(piece);
+      w.resolve(read());
+    } else this.queue.push({ slot, read });
   }
 
   next(): Promise<Uint8Array | null> {
@@ -317,7 +314,7 @@ class PipedBody implements BodySource {
     const piece = this.queue.shift();
     if (piece !== undefined) {
       this.held = piece.slot;
-      return Promise.resolve(piece.view);
+      return Promise.resolve(piece.read());
     }
     if (this.complete) return Promise.resolve(null);
     return new Promise((resolve, reject) => {

@@ -14,8 +14,8 @@
  *   front ◀─event───────────── actor    a cluster event the request's write published (change, key)
  *   front ◀─reply───────────── actor    status, headers and the serialised body (transferred)
  *   front ◀─counts──────────── actor    (a process) evaluations the request ran, before its reply
- *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces (in a
- *   front ──more─────────────▶ actor    thread each in a slot of the shared `pieces` buffer), at most
+ *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces (each in
+ *   front ──more─────────────▶ actor    a piece slot, outside the message: transport.ts), at most
  *   front ──cancel───────────▶ actor    PIECE_WINDOW ahead of the client: `more` frees a slot and asks
  *                                        for the next piece, `cancel` frees the slots and drops the rest
  *   front ──query────────────▶ actor    the front's own reads: key lookups, snapshot loads, polls
@@ -63,12 +63,12 @@ export interface InitMessage {
    * process of its own, which sends its counts in `counts` messages instead.
    */
   evalCounts: SharedArrayBuffer | null;
-  /**
-   * PIECE_SLOTS slots of PIECE_BYTES for piped answers (one buffer for the actor's life); null for
-   * an actor in a process of its own, whose pieces travel in their `piece` messages.
-   */
-  pieces: SharedArrayBuffer | null;
+  /** Where the PIECE_SLOTS slots of PIECE_BYTES for piped answers are (transport.ts), for the actor's life. */
+  pieces: PiecesInit;
 }
+
+/** The piece slots: shared memory with an actor in a thread, a file descriptor the front gave an actor in a process. */
+export type PiecesInit = { shared: SharedArrayBuffer } | { fd: number };
 
 export type ToActor =
   | InitMessage
@@ -93,11 +93,8 @@ export type FromActor =
   | { t: 'failed'; message: string }
   /** `piped`: the body (`body` null) follows in pieces, this many bytes in all. */
   | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null; piped?: number }
-  /**
-   * The next `length` bytes of reply `id`: at `slot × PIECE_BYTES` in the `pieces` buffer, or (no
-   * shared buffer; `slot` -1) in `bytes`.
-   */
-  | { t: 'piece'; id: number; slot: number; length: number; last: boolean; bytes?: Uint8Array }
+  /** The next `length` bytes of reply `id`, in piece slot `slot` (transport.ts). */
+  | { t: 'piece'; id: number; slot: number; length: number; last: boolean }
   /** Evaluations a request ran in an actor without shared counters, by reason (sent before its reply). */
   | { t: 'counts'; counts: [ReasonCode, number][] }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
@@ -105,14 +102,18 @@ export type FromActor =
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
 
 /**
- * An answer larger than this crosses in pieces, through slots of one SharedArrayBuffer made once
- * per actor: the front then never receives a new buffer for it. (Every buffer that moves into the
- * front counts as memory its garbage collector must account for: tens of MB of answers made the
+ * An answer larger than this crosses in pieces, through the piece slots made once per actor
+ * (transport.ts): the front then never receives a new buffer for it. (Every buffer that moves into
+ * the front counts as memory its garbage collector must account for: tens of MB of answers made the
  * front, whose heap holds the organization's flags, run full collections, each one a pause for
  * every evaluation.) Smaller answers move as they are.
+ *
+ * A piece is what the front handles in one go (read from its slot, written to the client's
+ * socket): at 256 KiB that is about a tenth of a millisecond, short enough for the evaluations
+ * queued behind it; 1 MiB pieces held them four times as long.
  */
 export const PIPE_MIN_BYTES = 64 * 1024;
-export const PIECE_BYTES = 1 << 20;
+export const PIECE_BYTES = 1 << 18;
 export const PIECE_SLOTS = 16;
 /** Pieces of one answer sent ahead of its client. */
 export const PIECE_WINDOW = 4;

@@ -10,13 +10,20 @@
  *
  * SCHED_IDLE gets next to nothing of a core that evaluation keeps busy. So while the actor has
  * work (a request or a query of the front's in flight), the front reads every WATCH_MS how long the
- * actor's main thread waited runnable (/proc/<pid>/schedstat): past STARVED_SHARE of the time it
- * lifts the actor back to SCHED_OTHER (still nice 10) for LIFT_MS, then moves it to SCHED_IDLE
- * again. Leaving SCHED_IDLE needs CAP_SYS_NICE (or RLIMIT_NICE ≥ 10): without it the front says so
- * once and the actor stays idle; `VEXIL_MANAGEMENT_PRIORITY=low` keeps it at nice 10 instead.
+ * actor's main thread ran and waited runnable (/proc/<pid>/schedstat). Starving is a whole
+ * STARVE_WINDOW_MS with work in flight throughout in which it waited runnable more than
+ * STARVED_WAIT_SHARE of the time and ran less than STARVED_RUN_SHARE: the core is saturated and the
+ * actor makes no progress. Then the front lifts it back to SCHED_OTHER (still nice 10) for LIFT_MS
+ * and moves it to SCHED_IDLE again, where the next window starts. Under saturation management so
+ * gets a small bounded share (nice 10 for LIFT_MS out of about every STARVE_WINDOW_MS + LIFT_MS);
+ * on a core with spare time it stays in SCHED_IDLE and is never lifted. (A long lift, as this
+ * module first had, outlived the burst that caused it: a lift during a saturating spell left the
+ * actor at nice 10, competing with the front, for the minute after it.)
+ * Leaving SCHED_IDLE needs CAP_SYS_NICE (or RLIMIT_NICE ≥ 10): without it the front says so once
+ * and the actor stays idle; `VEXIL_MANAGEMENT_PRIORITY=low` keeps it at nice 10 instead.
  *
  * Each change starts `chrt` (a fork of the front's process, a few ms): once at start, and twice
- * per starvation episode, never on a calm node's path.
+ * per lift, only while the core is saturated, never on a calm node's path.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -25,10 +32,16 @@ import type { Logger } from '../util/log.js';
 export type ActorPriorityMode = 'idle' | 'low';
 
 const WATCH_MS = 250;
-/** Runnable-but-waiting share of wall time over one watch period that counts as starving. */
-const STARVED_SHARE = 0.5;
+/** How long the actor must have had work in flight, and starved all along, before it is lifted. */
+const STARVE_WINDOW_MS = 1000;
+/** Over the window: waited runnable more than this share of the wall time… */
+const STARVED_WAIT_SHARE = 0.5;
+/** …and ran less than this share of it. */
+const STARVED_RUN_SHARE = 0.05;
 /** How long a lifted actor stays at SCHED_OTHER before it returns to SCHED_IDLE. */
-const LIFT_MS = 60_000;
+const LIFT_MS = 1000;
+/** At most one log line per this many ms about lifts. */
+const LOG_EVERY_MS = 60_000;
 
 const CHRT = ['/usr/bin/chrt', '/bin/chrt'].find((p) => existsSync(p)) ?? null;
 
@@ -36,9 +49,12 @@ export class ActorPriority {
   private state: 'low' | 'idle' | 'stuck' = 'low';
   private timer: NodeJS.Timeout | null = null;
   private liftTimer: NodeJS.Timeout | null = null;
-  /** The last reading while busy (`at` 0: none; the next busy period starts a new one). */
-  private last = { at: 0, waited: 0 };
+  /** The start of the current window (`at` 0: none; the next busy reading starts one). */
+  private window = { at: 0, ran: 0, waited: 0 };
   private switching = false;
+  /** Lifts not yet logged, and when the last log line was written. */
+  private lifts = 0;
+  private loggedAt = -Infinity;
   private stopped = false;
 
   /** `busy`: whether the actor has work in flight (only then can it starve). */
@@ -52,7 +68,7 @@ export class ActorPriority {
   /** The actor is ready: from now on it yields the core to anything else that wants it. */
   async start(): Promise<void> {
     if (this.mode !== 'idle') return;
-    if (process.platform !== 'linux' || CHRT === null || Number.isNaN(this.waitedNs())) {
+    if (process.platform !== 'linux' || CHRT === null || Number.isNaN(this.reading().waited)) {
       this.log.info('management actor stays at nice 10 (SCHED_IDLE needs Linux and chrt)');
       return;
     }
@@ -60,12 +76,13 @@ export class ActorPriority {
     this.timer = setInterval(() => void this.watch(), WATCH_MS).unref();
   }
 
-  /** Nanoseconds the actor's main thread has waited runnable so far (schedstat's second field). */
-  private waitedNs(): number {
+  /** Milliseconds the actor's main thread has run and waited runnable so far (schedstat's first two fields). */
+  private reading(): { ran: number; waited: number } {
     try {
-      return Number(readFileSync(`/proc/${this.pid}/schedstat`, 'utf8').split(' ')[1]);
+      const f = readFileSync(`/proc/${this.pid}/schedstat`, 'utf8').split(' ');
+      return { ran: Number(f[0]) / 1e6, waited: Number(f[1]) / 1e6 };
     } catch {
-      return NaN;
+      return { ran: NaN, waited: NaN };
     }
   }
 
@@ -85,15 +102,21 @@ export class ActorPriority {
   private async watch(): Promise<void> {
     // Only while idle and with work in flight: no /proc read on the front thread otherwise.
     if (this.state !== 'idle' || this.switching || !this.busy()) {
-      this.last.at = 0;
+      this.window.at = 0;
       return;
     }
     const now = performance.now();
-    const waited = this.waitedNs();
-    const fresh = this.last.at === 0;
-    const share = (waited - this.last.waited) / 1e6 / (now - this.last.at);
-    this.last = { at: now, waited };
-    if (fresh || !(share > STARVED_SHARE)) return;
+    const { ran, waited } = this.reading();
+    if (this.window.at === 0) {
+      this.window = { at: now, ran, waited };
+      return;
+    }
+    const span = now - this.window.at;
+    if (span < STARVE_WINDOW_MS) return;
+    const waitedShare = (waited - this.window.waited) / span;
+    const ranShare = (ran - this.window.ran) / span;
+    this.window = { at: now, ran, waited };
+    if (!(waitedShare > STARVED_WAIT_SHARE && ranShare < STARVED_RUN_SHARE)) return;
     this.switching = true;
     const lifted = await this.set('--other');
     this.switching = false;
@@ -104,8 +127,23 @@ export class ActorPriority {
       this.state = 'stuck';
       return;
     }
-    this.log.warn('management actor starved in SCHED_IDLE; at nice 10 for a while', { waitedShare: Number(share.toFixed(2)), forMs: LIFT_MS });
-    this.liftTimer = setTimeout(() => void this.set('--idle'), LIFT_MS).unref();
+    // Under saturation a lift comes every couple of seconds: say so once a minute, with a count.
+    this.lifts++;
+    if (now - this.loggedAt >= LOG_EVERY_MS) {
+      this.log.warn('management actor starved in SCHED_IDLE; at nice 10 for a while', {
+        waitedShare: Number(waitedShare.toFixed(2)),
+        ranShare: Number(ranShare.toFixed(3)),
+        forMs: LIFT_MS,
+        liftsSinceLastSaid: this.lifts,
+      });
+      this.lifts = 0;
+      this.loggedAt = now;
+    }
+    this.liftTimer = setTimeout(() => {
+      this.liftTimer = null;
+      this.window.at = 0;
+      void this.set('--idle');
+    }, LIFT_MS).unref();
   }
 
   stop(): void {

@@ -7,16 +7,26 @@
  *   lower priority (nice 10, then SCHED_IDLE: priority.ts); it shares no memory map and no helper
  *   with the front, so nothing the front waits for runs at the actor's priority (docs/cluster.md).
  *   It ends itself when the front's process goes away.
- * - `thread`: a worker thread of the front's process. Large answers then cross through a
- *   SharedArrayBuffer of piece slots and evaluation counts through shared cells; in a process they
- *   travel inside the messages.
+ * - `thread`: a worker thread of the front's process; evaluation counts then cross through shared
+ *   cells (in a process they travel in `counts` messages).
+ *
+ * Either way the pieces of large answers cross through PIECE_SLOTS slots of PIECE_BYTES (mailbox.ts)
+ * outside the messages, so that the front receives no new buffer per piece: a thread shares a
+ * SharedArrayBuffer with the front; a process writes into a file the front opened, unlinked and
+ * handed to it as a file descriptor (in /dev/shm where there is one, so in memory), and the front
+ * reads each piece into its own slot buffer, made once. Carried inside IPC messages instead, each
+ * piece cost the front three copies and three new buffers (pipe reads, their concatenation,
+ * V8 deserialisation): at an admin's 120 MB/s of unpaged lists, 30 to 50 ms of the front thread per
+ * second (docs/benchmarks.md, isolation).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { setPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parentPort, Worker, type MessagePort } from 'node:worker_threads';
 import { projectPath } from '../util/paths.js';
 import { yieldHelperThreads } from '../util/thread-priority.js';
-import type { FromActor, ToActor } from './mailbox.js';
+import { PIECE_BYTES, PIECE_SLOTS, type FromActor, type PiecesInit, type ToActor } from './mailbox.js';
 
 export type ActorHome = 'process' | 'thread';
 
@@ -25,6 +35,10 @@ export interface ActorLink {
   readonly home: ActorHome;
   /** The actor's process id (a process of its own), else null. */
   readonly pid: number | null;
+  /** What the actor's `init` message carries for it to reach the piece slots. */
+  readonly piecesInit: PiecesInit;
+  /** The first `length` bytes of a piece slot, valid until the slot is given back to the actor. */
+  piece(slot: number, length: number): Uint8Array;
   post(m: ToActor, transfer?: ArrayBuffer[]): void;
   onMessage(fn: (m: FromActor) => void): void;
   offMessage(fn: (m: FromActor) => void): void;
@@ -37,7 +51,6 @@ export interface ActorLink {
 
 /** The actor's end. */
 export interface ActorPort {
-  readonly home: ActorHome;
   post(m: FromActor, transfer?: ArrayBuffer[]): void;
   onMessage(fn: (m: ToActor) => void): void;
   /** Once, when the front is gone without a `close` (a process whose parent died): the actor closes. */
@@ -54,14 +67,36 @@ const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.js')
 
 /** Starts an actor (workers/management.js) in `home`. */
 export function spawnActor(home: ActorHome): ActorLink {
-  return home === 'thread' ? threadLink(new Worker(ACTOR_FILE())) : processLink(forkActor());
+  return home === 'thread' ? threadLink(new Worker(ACTOR_FILE())) : processLink();
 }
 
-function forkActor(): ChildProcess {
+/** The actor process's file descriptor for the pieces file (its stdio index). */
+const PIECES_FD = 4;
+const PIECES_SIZE = PIECE_SLOTS * PIECE_BYTES;
+
+/** A file for the pieces, in memory where /dev/shm is, already unlinked: it goes when its descriptors close. */
+function openPiecesFile(): number {
+  let base = tmpdir();
+  try {
+    if (statSync('/dev/shm').isDirectory()) base = '/dev/shm';
+  } catch {
+    // No /dev/shm: the page cache of the temporary directory holds it as well.
+  }
+  const dir = mkdtempSync(join(base, 'vexil-pieces-'));
+  try {
+    const fd = openSync(join(dir, 'pieces'), 'w+', 0o600);
+    ftruncateSync(fd, PIECES_SIZE);
+    return fd;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function forkActor(piecesFd: number): ChildProcess {
   return fork(ACTOR_FILE(), [], {
     execArgv: actorExecArgv(process.execArgv),
     serialization: 'advanced',
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc', piecesFd],
   });
 }
 
@@ -84,9 +119,12 @@ export function actorExecArgv(argv: readonly string[]): string[] {
 }
 
 function threadLink(worker: Worker): ActorLink {
+  const shared = new SharedArrayBuffer(PIECES_SIZE);
   return {
     home: 'thread',
     pid: null,
+    piecesInit: { shared },
+    piece: (slot, length) => new Uint8Array(shared, slot * PIECE_BYTES, length),
     post: (m, transfer = []) => worker.postMessage(m, transfer),
     onMessage: (fn) => void worker.on('message', fn),
     offMessage: (fn) => void worker.off('message', fn),
@@ -96,13 +134,34 @@ function threadLink(worker: Worker): ActorLink {
   };
 }
 
-function processLink(child: ChildProcess): ActorLink {
+function processLink(): ActorLink {
+  const fd = openPiecesFile();
+  let child: ChildProcess;
+  try {
+    child = forkActor(fd);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
   let connected = true;
-  child.once('exit', () => (connected = false));
+  let open = true;
+  child.once('exit', () => {
+    connected = false;
+    open = false;
+    closeSync(fd);
+  });
   child.once('disconnect', () => (connected = false));
+  // The front's copy of the slots: a piece is read into its slot and written to the client from there.
+  const slots = Buffer.allocUnsafeSlow(PIECES_SIZE);
   return {
     home: 'process',
     pid: child.pid ?? null,
+    piecesInit: { fd: PIECES_FD },
+    piece: (slot, length) => {
+      const at = slot * PIECE_BYTES;
+      if (open) readFully(fd, slots, at, length);
+      return slots.subarray(at, at + length);
+    },
     // Transfer lists mean nothing across processes: the bytes are copied into the message.
     post: (m) => {
       if (connected) child.send(m);
@@ -132,7 +191,6 @@ export function actorPort(): ActorPort {
   // when the front closes it or goes away, not before the front has finished with it.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {});
   return {
-    home: 'process',
     post: (m) => {
       if (process.connected) send(m);
     },
@@ -148,12 +206,31 @@ export function actorPort(): ActorPort {
 
 function threadPort(port: MessagePort): ActorPort {
   return {
-    home: 'thread',
     post: (m, transfer = []) => port.postMessage(m, transfer),
     onMessage: (fn) => void port.on('message', fn),
     // A thread ends with its process.
     onLost: () => {},
   };
+}
+
+/** The actor's writer into the piece slots its `init` names. */
+export function pieceWriter(init: PiecesInit): (slot: number, bytes: Uint8Array) => void {
+  if ('shared' in init) {
+    const slots = new Uint8Array(init.shared);
+    return (slot, bytes) => slots.set(bytes, slot * PIECE_BYTES);
+  }
+  const fd = init.fd;
+  return (slot, bytes) => {
+    for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done, slot * PIECE_BYTES + done);
+  };
+}
+
+function readFully(fd: number, into: Buffer, at: number, length: number): void {
+  for (let done = 0; done < length; ) {
+    const n = readSync(fd, into, at + done, length - done, at + done);
+    if (n === 0) throw new Error('the pieces file is shorter than its slots');
+    done += n;
+  }
 }
 
 function lowerOwnThread(): void {
