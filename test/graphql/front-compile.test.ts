@@ -12,11 +12,14 @@ import { createLogger } from '../../src/util/log.js';
 
 const PAGE =
   'query Page($after: String) { flagConnection(first: 1000, after: $after) { nodes { name configs { stage enabled rules { id conditions { field operator value } allocations { variantKey percentage } } } } pageInfo { endCursor hasNextPage } totalCount } }';
-const MUTATION = 'mutation { deleteSegment(name: "gone") }';
+const MUTATION = 'mutation { a: deleteSegment(name: "gone") b: deleteSegment(name: "gone-too") c: deleteSegment(name: "and-this") }';
 
-const charged: string[] = [];
+const charged: [string, number][] = [];
 // What answerOnFront reads of a node and a key: no snapshot (an empty organization), a limiter that records.
-const rt = { snapshots: { peek: () => undefined }, limiter: { charge: (bucket: string) => void charged.push(bucket) } } as unknown as Runtime;
+const rt = {
+  snapshots: { peek: () => undefined },
+  limiter: { charge: (bucket: string, _key: string, n: number) => void charged.push([bucket, n]) },
+} as unknown as Runtime;
 const auth = { principal: { orgId: 'o', keyId: 'k', permissions: new Set(['CanRead', 'CanManage']) }, snapshot: undefined } as unknown as Authenticated;
 const req = (query: string): GraphQLRequest => ({ query, variables: null, operationName: null });
 
@@ -34,7 +37,8 @@ t.test('a management document is forwarded uncompiled; the actor compiles it whe
     const q = actor.prepare(query, null);
     t.ok(q.ok && actor.ready(q) === null && q.run !== null, `${what}: the actor's executor compiles it`);
   }
-  t.same(charged, ['mgmt'], 'the mutation cost its management token on the front');
+  // Three mutations, three management tokens: the request's admission took the first, the front the other two.
+  t.same(charged, [['mgmt', 2]], 'the mutations cost their management tokens on the front, one each');
 });
 
 t.test('an invalid management document is still refused on the front, by validation', async (t) => {
