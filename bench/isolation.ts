@@ -61,7 +61,7 @@ class CpuBook {
 }
 
 /** One thread's CPU and run-queue wait so far, in seconds (/proc/<pid>/task/<tid>/stat and schedstat). */
-interface ThreadSample { name: string; nice: number; cpuSec: number; waitSec: number }
+interface ThreadSample { name: string; nice: number; cpuSec: number; sysSec: number; waitSec: number; minorFaults: number }
 
 function threadSamples(pid: number): Map<number, ThreadSample> {
   const out = new Map<number, ThreadSample>();
@@ -83,7 +83,15 @@ function threadSamples(pid: number): Map<number, ThreadSample> {
         const tid = Number(t);
         const comm = stat.slice(stat.indexOf('(') + 1, close);
         const name = tid === pid ? 'front' : p === pid ? comm : tid === p ? 'actor' : `actor/${comm}`;
-        out.set(tid, { name, nice: Number(f[16]), cpuSec: (Number(f[11]) + Number(f[12])) / tick, waitSec: Number(sched[1]) / 1e9 });
+        // Fields 10 (minflt), 14 (utime), 15 (stime), 19 (nice): f[n - 3].
+        out.set(tid, {
+          name,
+          nice: Number(f[16]),
+          cpuSec: (Number(f[11]) + Number(f[12])) / tick,
+          sysSec: Number(f[12]) / tick,
+          waitSec: Number(sched[1]) / 1e9,
+          minorFaults: Number(f[7]),
+        });
       } catch {
         // The thread has gone.
       }
@@ -112,9 +120,11 @@ class ThreadBook {
       for (const [tid, t] of now.threads) {
         const before = this.last.threads.get(tid);
         if (before === undefined) continue;
-        const acc = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, waitSec: 0 };
+        const acc = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, sysSec: 0, waitSec: 0, minorFaults: 0 };
         acc.cpuSec += t.cpuSec - before.cpuSec;
+        acc.sysSec += t.sysSec - before.sysSec;
         acc.waitSec += t.waitSec - before.waitSec;
+        acc.minorFaults += t.minorFaults - before.minorFaults;
         k.threads.set(tid, acc);
       }
       this.byKind.set(this.last.kind, k);
@@ -122,14 +132,24 @@ class ThreadBook {
     this.last = kind === undefined ? undefined : { kind, ...now };
   }
 
-  /** The threads that used or waited for the core during `kind`, busiest first: "name(nice) cpu/wait ms per s". */
+  /**
+   * The threads that used or waited for the core during `kind`, busiest first: "name(nice) cpu/wait
+   * ms per s" and, where there were any, "(sys N)" ms per s of it in the kernel and "N flt" minor
+   * page faults per s (first touches of memory: on a VM whose freed memory goes back to the host,
+   * each can stall the whole virtual CPU, whatever the scheduler's priorities).
+   */
   describe(kind: Kind): string {
     const k = this.byKind.get(kind);
     if (k === undefined || k.wallSec === 0) return '-';
     return [...k.threads.entries()]
       .filter(([, t]) => t.cpuSec + t.waitSec > 0.001 * k.wallSec)
       .sort(([, a], [, b]) => b.cpuSec - a.cpuSec)
-      .map(([tid, t]) => `${t.name}#${tid}(nice ${t.nice}) ${((t.cpuSec / k.wallSec) * 1000).toFixed(0)}/${((t.waitSec / k.wallSec) * 1000).toFixed(0)}`)
+      .map(([tid, t]) => {
+        const perSec = (x: number): string => (x / k.wallSec).toFixed(0);
+        const sys = t.sysSec > 0 ? ` (sys ${perSec(t.sysSec * 1000)})` : '';
+        const faults = t.minorFaults > 0 ? ` ${perSec(t.minorFaults)} flt` : '';
+        return `${t.name}#${tid}(nice ${t.nice}) ${perSec(t.cpuSec * 1000)}/${perSec(t.waitSec * 1000)}${sys}${faults}`;
+      })
       .join(', ');
   }
 }
@@ -280,7 +300,7 @@ export const isolation: CustomScenario = {
           bound: 'paced',
           notes: [
             `p99 per slice (ms): ${perSlice(kind)}; max ${ms2(p.latencyMs.max)} ms; generator event-loop delay max ${ms2(p.generatorLoopDelayMs.max)} ms`,
-            `node threads, CPU/run-queue wait in ms per s: ${threadBook.describe(kind)}`,
+            `node threads, CPU/run-queue wait in ms per s (sys: of it in the kernel; flt: minor page faults per s): ${threadBook.describe(kind)}`,
           ],
         };
         return row;
