@@ -304,7 +304,11 @@ class PipedBody implements BodySource {
     if (w !== null) {
       this.waiter = null;
       this.held = slot;
-      w.resolve(read());
+      try {
+        w.resolve(read());
+      } catch (err) {
+        w.reject(err);
+      }
     } else this.queue.push({ slot, read });
   }
 
@@ -314,7 +318,11 @@ class PipedBody implements BodySource {
     const piece = this.queue.shift();
     if (piece !== undefined) {
       this.held = piece.slot;
-      return Promise.resolve(piece.read());
+      try {
+        return Promise.resolve(piece.read());
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
     if (this.complete) return Promise.resolve(null);
     return new Promise((resolve, reject) => {

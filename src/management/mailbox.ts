@@ -109,8 +109,8 @@ export type FromActor =
  * every evaluation.) Smaller answers move as they are.
  *
  * A piece is what the front handles in one go (read from its slot, written to the client's
- * socket): at 256 KiB that is about a tenth of a millisecond, short enough for the evaluations
- * queued behind it; 1 MiB pieces held them four times as long.
+ * socket), while evaluations wait behind it: 256 KiB keeps that short (the read alone is 25 µs
+ * here), where 1 MiB pieces held them four times as long.
  */
 export const PIPE_MIN_BYTES = 64 * 1024;
 export const PIECE_BYTES = 1 << 18;
