@@ -163,8 +163,10 @@ export class ManagementActor {
         return;
       case 'piece': {
         const body = this.piped.get(m.id);
+        // The link the piece came through: its slots, whatever actor runs when the piece is read.
+        const link = this.link;
         if (body === undefined) this.post({ t: 'cancel', id: m.id, slots: [m.slot] });
-        else body.arrived(m.slot, () => this.link.piece(m.slot, m.length), m.last);
+        else body.arrived(m.slot, () => link.piece(m.slot, m.length), m.last);
         return;
       }
       case 'counts':
@@ -271,6 +273,15 @@ export class ManagementActor {
   }
 }
 
+/** A piece's bytes, or the reason they cannot be read (its actor's process has ended). */
+function readPiece(read: () => Uint8Array): Promise<Uint8Array> {
+  try {
+    return Promise.resolve(read());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 /**
  * A reply body arriving from the actor in pieces (mailbox.ts: piece, more, cancel), each in a piece
  * slot (transport.ts), read only when it is handed out. A piece handed out by `next` is valid until
@@ -304,11 +315,7 @@ class PipedBody implements BodySource {
     if (w !== null) {
       this.waiter = null;
       this.held = slot;
-      try {
-        w.resolve(read());
-      } catch (err) {
-        w.reject(err);
-      }
+      readPiece(read).then(w.resolve, w.reject);
     } else this.queue.push({ slot, read });
   }
 
@@ -318,11 +325,7 @@ class PipedBody implements BodySource {
     const piece = this.queue.shift();
     if (piece !== undefined) {
       this.held = piece.slot;
-      try {
-        return Promise.resolve(piece.read());
-      } catch (err) {
-        return Promise.reject(err);
-      }
+      return readPiece(piece.read);
     }
     if (this.complete) return Promise.resolve(null);
     return new Promise((resolve, reject) => {

@@ -6,8 +6,8 @@
  */
 import t from 'tap';
 import { OpenFeature, ProviderEvents } from '@openfeature/server-sdk';
-import { twoNodesWithSharedFlag } from '../helpers/cluster.js';
-import { upsertConfig } from '../helpers/node.js';
+import { twoNodesWithSharedFlag, until } from '../helpers/cluster.js';
+import { evaluate, upsertConfig } from '../helpers/node.js';
 import { nextEvent, providerClient } from './helpers.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: cluster suite skipped' : false;
@@ -16,6 +16,10 @@ t.teardown(() => OpenFeature.close());
 
 t.test('a change on node A reaches a provider on node B', { skip }, async (t) => {
   const { a, b, ek } = await twoNodesWithSharedFlag(t);
+  // The flag was written on A: B has it once the bus brought it (test/cluster/propagation.test.ts
+  // times that). Only then is B's first feed the state this test starts from.
+  const onB = await until(() => evaluate(b, ek, 'shared', { userId: 'u1', stage: 'production' }), (r) => r.status === 200 && r.body.key === 'on');
+  t.equal(onB.body.key, 'on', 'node B has the flag written on node A');
   const { provider, client } = await providerClient(t, { url: b.url, key: ek, stage: 'production' });
   t.equal(client.providerStatus, 'READY', 'connected to node B');
   t.equal(await client.getBooleanValue('shared', false, { targetingKey: 'u1' }), true, 'shared: on');
