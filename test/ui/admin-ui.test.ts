@@ -4,18 +4,12 @@
  * keys created and rotated, an application renamed, a scoped key's limits and a 403 in words,
  * sign-out clearing sessionStorage, and axe-core on every page. (flags-1000.test.ts times the list.)
  */
-import t, { type Test } from 'tap';
+import type { Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { createFlag, createKey, evaluate, HEX64, randomKey, startTestNode, type TestNode } from '../helpers/node.js';
-import { appears, browserUnavailable, openBrowser, screenshot, seriousViolations, type Browser } from './browser.js';
+import { appears, browserTest, expectAccessible, expectExactNames, openBrowser, screenshot, type Browser, type Role } from './browser.js';
 
-const unavailable = browserUnavailable();
-if (unavailable !== null) {
-  t.skip(unavailable);
-} else {
-  // Everything in one subtest: at the top level, tap ends the root test early once Chromium runs.
-  t.test('the admin UI in Chromium', run);
-}
+browserTest('the admin UI in Chromium', run);
 
 async function run(t: Test) {
   t.setTimeout(300_000);
@@ -25,28 +19,14 @@ async function run(t: Test) {
   t.teardown(() => b.close());
   const page = b.page;
 
-  /** axe-core on the page as shown: no serious or critical violation. */
-  const axe = async (tt: Test, what: string) => {
-    const v = await seriousViolations(page);
-    tt.same(v.map((x) => `${x.id} (${x.impact}): ${x.help} at ${x.nodes.map((nd) => nd.target.join(' ')).join(', ')}`), [], `axe: no serious or critical violation on ${what}`);
-  };
+  const axe = (tt: Test, what: string) => expectAccessible(tt, page, what);
   const signIn = async (key: string) => {
     await page.goto(n.url + '/ui/');
     await page.getByLabel('Management key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
   };
   const text = (p: Page, sel: string) => p.locator(sel).innerText();
-  type Role = Parameters<Page['getByRole']>[0];
-  /**
-   * Each control has exactly this accessible name (case-sensitive, whole string;
-   * a hint belongs in the description, not the name).
-   */
-  const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
-    for (const [role, name] of controls) {
-      // Waits for it (a row's buttons render after the list reloads; count() would not wait).
-      tt.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
-    }
-  };
+  const exactNames = (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => expectExactNames(tt, scope, controls);
 
   // Some flags for the list (and the screenshots).
   for (const [name, extra] of [

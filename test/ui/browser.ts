@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import t, { type Test } from 'tap';
 import { projectPath } from '../../src/util/paths.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -27,6 +28,15 @@ export function browserUnavailable(): string | null {
   if (!existsSync(CHROMIUM)) return `Chromium not found at ${CHROMIUM} (apt-get install -y chromium): browser tests skipped`;
   if (!existsSync(projectPath('dist', 'ui', 'index.html'))) return 'dist/ui is not built (npm run build): browser tests skipped';
   return null;
+}
+
+/**
+ * One browser suite: skipped, with the reason, where it cannot run; otherwise everything in one
+ * subtest (at the top level, tap ends the root test early once Chromium runs).
+ */
+export function browserTest(name: string, fn: (t: Test) => Promise<void>): void {
+  const unavailable = browserUnavailable();
+  t.test(name, unavailable === null ? {} : { skip: unavailable }, fn);
 }
 
 export interface Browser {
@@ -83,6 +93,22 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(axeSource);
   const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: AxeViolation[] };
   return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** axe-core on the page as shown: no serious or critical violation. */
+export async function expectAccessible(t: Test, page: Page, what: string): Promise<void> {
+  const v = await seriousViolations(page);
+  t.same(v.map((x) => `${x.id} (${x.impact}): ${x.help} at ${x.nodes.map((nd) => nd.target.join(' ')).join(', ')}`), [], `axe: no serious or critical violation on ${what}`);
+}
+
+export type Role = Parameters<Page['getByRole']>[0];
+
+/**
+ * Each control has exactly this accessible name (case-sensitive, whole string; a hint belongs in
+ * the description, not the name). Waits for each: a row's buttons render after a list reloads.
+ */
+export async function expectExactNames(t: Test, scope: Pick<Page, 'getByRole'>, controls: [Role, string][]): Promise<void> {
+  for (const [role, name] of controls) t.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
 }
 
 /** Whether `locator` becomes visible within `timeoutMs`: `isVisible()` answers at once, before a page's fetches have rendered. */

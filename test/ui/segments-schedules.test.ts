@@ -8,19 +8,13 @@
  * rule-segment, schedules, schedule-config, flag-schedules.
  */
 import { join } from 'node:path';
-import t, { type Test } from 'tap';
+import type { Test } from 'tap';
 import type { Locator, Page } from 'playwright-core';
 import { projectPath } from '../../src/util/paths.js';
 import { createFlag, createKey, evaluate, upsertConfig, startTestNode, type TestNode } from '../helpers/node.js';
-import { appears, browserUnavailable, openBrowser, screenshot, screenshotsOn, seriousViolations, type Browser } from './browser.js';
+import { appears, browserTest, expectAccessible, expectExactNames, openBrowser, screenshot, screenshotsOn, type Browser, type Role } from './browser.js';
 
-const unavailable = browserUnavailable();
-if (unavailable !== null) {
-  t.skip(unavailable);
-} else {
-  // Everything in one subtest: at the top level, tap ends the root test early once Chromium runs.
-  t.test('segments and scheduled changes in the admin UI', run);
-}
+browserTest('segments and scheduled changes in the admin UI', run);
 
 async function run(t: Test) {
   t.setTimeout(300_000);
@@ -31,15 +25,8 @@ async function run(t: Test) {
   const page = b.page;
   const admin = { key: n.adminKey };
 
-  const axe = async (tt: Test, what: string) => {
-    const v = await seriousViolations(page);
-    tt.same(v.map((x) => `${x.id} (${x.impact}): ${x.help} at ${x.nodes.map((nd) => nd.target.join(' ')).join(', ')}`), [], `axe: no serious or critical violation on ${what}`);
-  };
-  type Role = Parameters<Page['getByRole']>[0];
-  /** Each control has exactly this accessible name (a hint belongs in the description, not the name). */
-  const exactNames = async (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => {
-    for (const [role, name] of controls) tt.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
-  };
+  const axe = (tt: Test, what: string) => expectAccessible(tt, page, what);
+  const exactNames = (tt: Test, controls: [Role, string][], scope: Pick<Page, 'getByRole'> = page) => expectExactNames(tt, scope, controls);
   /** A screenshot of one part of the page into docs/screenshots/, when screenshots are on. */
   const shoot = async (what: Locator, name: string) => {
     if (screenshotsOn) await what.screenshot({ path: join(projectPath('docs', 'screenshots'), `${name}.png`) });

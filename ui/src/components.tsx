@@ -104,6 +104,25 @@ export function ConfirmButton(props: {
 
 export const messageOf = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
 
+/**
+ * A form's busy state and the one way its submissions run: `busy` while `work` runs, and an error
+ * it throws goes to `fail` (where the form places it beside its fields).
+ */
+export function useBusy(): [busy: boolean, run: (work: () => Promise<void>, fail: (err: unknown) => void) => Promise<void>] {
+  const [busy, setBusy] = useState(false);
+  const run = async (work: () => Promise<void>, fail: (err: unknown) => void) => {
+    setBusy(true);
+    try {
+      await work();
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return [busy, run];
+}
+
 /** Loads data with `load`; `reload` runs it again. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
@@ -120,6 +139,27 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   }, deps);
   useEffect(run, [run]);
   return { ...state, reload: run };
+}
+
+/**
+ * A table of records: its caption for screen readers, a header cell per column (and a last,
+ * visually hidden "Actions" one where rows carry buttons), then the rows.
+ */
+export function DataTable(props: { caption: string; columns: string[]; actions?: boolean; class?: string; busy?: boolean; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table class={props.class} aria-busy={props.busy ? 'true' : undefined}>
+        <caption class="sr-only">{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.columns.map((c, i) => <th scope="col" key={i}>{c}</th>)}
+            {props.actions && <th scope="col"><span class="sr-only">Actions</span></th>}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
 }
 
 export function Loading({ error, loading }: { error?: string; loading: boolean }) {

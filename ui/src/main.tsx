@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { abilitiesOf, ApiError, gqlPartial, KEY_FIELDS, onUnauthorized, session, type ManagementKey } from './api';
-import { Field, messageOf } from './components';
+import { Field, messageOf, useBusy } from './components';
 import { BASE, navigate, onLinkClick, useLocation } from './router';
 import { SessionContext, useSession, type Session } from './session';
 import { FlagsPage } from './pages/flags';
@@ -41,7 +41,7 @@ async function loadSession(key: string): Promise<Omit<Session, 'refreshOrg'>> {
 function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Omit<Session, 'refreshOrg'>) => void; notice: string | null }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   const submit = async (e: Event) => {
     e.preventDefault();
     const value = key.trim();
@@ -49,17 +49,15 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Omit<Session, 'refresh
       setError('A Management Key is 64 lowercase hexadecimal characters (0-9, a-f).');
       return;
     }
-    setBusy(true);
     setError(null);
-    try {
-      const s = await loadSession(value);
-      session.set(value);
-      onSignedIn(s);
-    } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? 'Sign-in failed: this Management Key is unknown or disabled.' : messageOf(err));
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        const s = await loadSession(value);
+        session.set(value);
+        onSignedIn(s);
+      },
+      (err) => setError(err instanceof ApiError && err.status === 401 ? 'Sign-in failed: this Management Key is unknown or disabled.' : messageOf(err)),
+    );
   };
   return (
     <main class="signin">

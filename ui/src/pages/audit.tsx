@@ -1,7 +1,7 @@
 /** The audit log (docs/audit.md), newest first, filtered by flag, with before/after of each change. */
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api';
-import { Field, Loading, messageOf, when } from '../components';
+import { DataTable, Field, Loading, messageOf, when } from '../components';
 import { BASE, flagHref, navigate } from '../router';
 
 interface AuditEvent {
@@ -65,41 +65,26 @@ export function AuditPage({ flag }: { flag: string }) {
       <Loading error={error ?? undefined} loading={events === null} />
       {events && events.length === 0 && <p>No events{flag ? ` for ${flag}` : ''}.</p>}
       {events && events.length > 0 && (
-        <div class="table-wrap">
-          <table class="audit">
-            <caption class="sr-only">Audit events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">Action</th>
-                <th scope="col">Target</th>
-                <th scope="col">Application</th>
-                <th scope="col">Change</th>
-              </tr>
-            </thead>
-            <tbody>
-              {events.map((e) => (
-                <tr key={e.id}>
-                  <td><time dateTime={e.at}>{when(e.at)}</time></td>
-                  <td>{e.actor.operator ? 'operator' : e.actor.keyName ?? e.actor.keyId}</td>
-                  <td><code>{e.action}</code></td>
-                  <td><Target t={e.target} /></td>
-                  <td>{e.application ?? '—'}</td>
-                  <td>
-                    <details>
-                      <summary>Before and after</summary>
-                      <div class="diff">
-                        <div><h3>Before</h3><pre tabIndex={0}>{JSON.stringify(e.before, null, 2)}</pre></div>
-                        <div><h3>After</h3><pre tabIndex={0}>{JSON.stringify(e.after, null, 2)}</pre></div>
-                      </div>
-                    </details>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="Audit events, newest first" columns={['When', 'Who', 'Action', 'Target', 'Application', 'Change']} class="audit">
+          {events.map((e) => (
+            <tr key={e.id}>
+              <td><time dateTime={e.at}>{when(e.at)}</time></td>
+              <td>{e.actor.operator ? 'operator' : e.actor.keyName ?? e.actor.keyId}</td>
+              <td><code>{e.action}</code></td>
+              <td><Target t={e.target} /></td>
+              <td>{e.application ?? '—'}</td>
+              <td>
+                <details>
+                  <summary>Before and after</summary>
+                  <div class="diff">
+                    <div><h3>Before</h3><pre tabIndex={0}>{JSON.stringify(e.before, null, 2)}</pre></div>
+                    <div><h3>After</h3><pre tabIndex={0}>{JSON.stringify(e.after, null, 2)}</pre></div>
+                  </div>
+                </details>
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       {more && events && <button type="button" onClick={() => load(events[events.length - 1].id)}>Older events</button>}
     </main>

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { sameName } from '../../../src/domain/name-matching';
 import { gql, CONFIG_FIELDS, type Flag, type FlagConfig } from '../api';
 import { ConditionsEditor } from '../conditions';
-import { ConfirmButton, Field, messageOf, Status, useId } from '../components';
+import { ConfirmButton, Field, messageOf, Status, useBusy, useId } from '../components';
 import { draftOf, knownPaths, newRule, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
 import { BASE } from '../router';
 
@@ -187,7 +187,7 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
   const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, clientId, config));
   const [errors, setErrors] = useState<Errors>({});
   const [status, setStatus] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   const id = useId('cfg');
   const title = clientId === null ? stage : `${stage}, client ${clientId}`;
   const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
@@ -197,18 +197,18 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
   const toggle = async (enabled: boolean) => {
     set({ enabled });
     if (!config) return; // saved with the form
-    setBusy(true);
     setErrors({});
-    try {
-      await gql('mutation($n: String!, $s: String!, $c: String, $e: Boolean!) { setFlagConfigEnabled(name: $n, stage: $s, clientId: $c, enabled: $e) { enabled } }', { n: flag.name, s: stage, c: clientId, e: enabled });
-      setStatus(`${title}: ${enabled ? 'enabled' : 'disabled'}.`);
-      props.onChanged();
-    } catch (err) {
-      set({ enabled: !enabled });
-      fail(err);
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        await gql('mutation($n: String!, $s: String!, $c: String, $e: Boolean!) { setFlagConfigEnabled(name: $n, stage: $s, clientId: $c, enabled: $e) { enabled } }', { n: flag.name, s: stage, c: clientId, e: enabled });
+        setStatus(`${title}: ${enabled ? 'enabled' : 'disabled'}.`);
+        props.onChanged();
+      },
+      (err) => {
+        set({ enabled: !enabled });
+        fail(err);
+      },
+    );
   };
 
   const save = async (e: Event) => {
@@ -220,17 +220,15 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
       setStatus('Not saved: fix the fields marked above.');
       return;
     }
-    setBusy(true);
-    try {
-      const r = await gql<{ upsertFlagConfig: FlagConfig }>(`mutation($n: String!, $i: UpsertFlagConfigInput!) { upsertFlagConfig(name: $n, input: $i) { ${CONFIG_FIELDS} } }`, { n: flag.name, i: input });
-      setDraft(draftOf(flag, stage, clientId, r.upsertFlagConfig));
-      setStatus(`${title}: saved.`);
-      props.onChanged();
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        const r = await gql<{ upsertFlagConfig: FlagConfig }>(`mutation($n: String!, $i: UpsertFlagConfigInput!) { upsertFlagConfig(name: $n, input: $i) { ${CONFIG_FIELDS} } }`, { n: flag.name, i: input });
+        setDraft(draftOf(flag, stage, clientId, r.upsertFlagConfig));
+        setStatus(`${title}: saved.`);
+        props.onChanged();
+      },
+      fail,
+    );
   };
 
   const remove = async () => {

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { inScope } from '../../../src/domain/name-matching';
 import { FLAG_FIELDS, gql, gqlPartial, type Evaluation, type Flag } from '../api';
-import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { ConfirmButton, Field, Loading, messageOf, Status, useBusy, useLoad, when } from '../components';
 import { BASE, navigate } from '../router';
 import { useSession } from '../session';
 import { ConfigEditor, segmentsFor, type SegmentOption } from './config';
@@ -138,7 +138,7 @@ function EvaluationPanel({ flag }: { flag: Flag }) {
   const [clientId, setClientId] = useState('');
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [result, setResult] = useState<Evaluation | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   const run = async (e: Event) => {
     e.preventDefault();
     const errs: Record<string, string> = {};
@@ -154,24 +154,24 @@ function EvaluationPanel({ flag }: { flag: Flag }) {
     }
     setErrors(errs);
     if (Object.keys(errs).length > 0) return;
-    setBusy(true);
-    try {
-      const r = await gql<{ explainEvaluation: Evaluation }>(
-        'query($k: String!, $u: String!, $s: String!, $c: Any, $cl: String) { explainEvaluation(key: $k, userId: $u, stage: $s, context: $c, clientId: $cl) { key variant reason { code message ruleId } } }',
-        { k: flag.name, u: userId, s: stage, c: ctx, cl: clientId.trim() || null },
-      );
-      setResult(r.explainEvaluation);
-    } catch (err) {
-      const msg = messageOf(err);
-      setResult(null);
-      if (/context/i.test(msg)) setErrors({ context: msg });
-      else if (/userId/.test(msg)) setErrors({ userId: msg });
-      else if (/clientId/.test(msg)) setErrors({ clientId: msg });
-      else if (/nvironment|stage/.test(msg)) setErrors({ stage: msg });
-      else setErrors({ form: msg });
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        const r = await gql<{ explainEvaluation: Evaluation }>(
+          'query($k: String!, $u: String!, $s: String!, $c: Any, $cl: String) { explainEvaluation(key: $k, userId: $u, stage: $s, context: $c, clientId: $cl) { key variant reason { code message ruleId } } }',
+          { k: flag.name, u: userId, s: stage, c: ctx, cl: clientId.trim() || null },
+        );
+        setResult(r.explainEvaluation);
+      },
+      (err) => {
+        const msg = messageOf(err);
+        setResult(null);
+        if (/context/i.test(msg)) setErrors({ context: msg });
+        else if (/userId/.test(msg)) setErrors({ userId: msg });
+        else if (/clientId/.test(msg)) setErrors({ clientId: msg });
+        else if (/nvironment|stage/.test(msg)) setErrors({ stage: msg });
+        else setErrors({ form: msg });
+      },
+    );
   };
   return (
     <section class="card" aria-labelledby="eval-h">

@@ -6,7 +6,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
 import { flagPage, gql, isAborted, type Flag, type FlagConnection, type FlagFilter } from '../api';
-import { Field, Loading, messageOf } from '../components';
+import { DataTable, Field, Loading, messageOf, useBusy } from '../components';
 import { flagHref, navigate, rememberedState, rememberState } from '../router';
 import { useSession } from '../session';
 import { VariantsEditor, defaultVariants, variantsFromRows, type VariantRow } from './variants';
@@ -37,7 +37,7 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
   const [tags, setTags] = useState('');
   const [rows, setRows] = useState<VariantRow[]>(defaultVariants('string'));
   const [errors, setErrors] = useState<Record<string, string>>({});
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -48,27 +48,27 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
     if (!variants.ok) errs.variants = variants.error;
     setErrors(errs);
     if (Object.keys(errs).length > 0) return;
-    setBusy(true);
-    try {
-      const input = {
-        name,
-        project,
-        type,
-        description: description || null,
-        tags: tags.split(',').map((t) => t.trim()).filter(Boolean),
-        variants: variants.ok ? variants.variants : [],
-      };
-      await gql('mutation($input: CreateFlagInput!) { createFlag(input: $input) { name } }', { input });
-      navigate(flagHref(name));
-    } catch (err) {
-      const msg = messageOf(err);
-      if (/^name|already exists/.test(msg)) setErrors({ name: msg });
-      else if (/variants/.test(msg)) setErrors({ variants: msg });
-      else if (/application|project/i.test(msg)) setErrors({ project: msg });
-      else setErrors({ form: msg });
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        const input = {
+          name,
+          project,
+          type,
+          description: description || null,
+          tags: tags.split(',').map((t) => t.trim()).filter(Boolean),
+          variants: variants.ok ? variants.variants : [],
+        };
+        await gql('mutation($input: CreateFlagInput!) { createFlag(input: $input) { name } }', { input });
+        navigate(flagHref(name));
+      },
+      (err) => {
+        const msg = messageOf(err);
+        if (/^name|already exists/.test(msg)) setErrors({ name: msg });
+        else if (/variants/.test(msg)) setErrors({ variants: msg });
+        else if (/application|project/i.test(msg)) setErrors({ project: msg });
+        else setErrors({ form: msg });
+      },
+    );
   };
 
   return (
@@ -313,35 +313,21 @@ export function FlagsPage() {
             {paged && pager('top')}
           </div>
           {page.nodes.length > 0 && (
-            <div class="table-wrap">
-              <table class="flags" aria-busy={busy ? 'true' : undefined}>
-                <caption class="sr-only">Flags, with the state of their configuration in each environment</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Application</th>
-                    <th scope="col">Type</th>
-                    {s.environments.map((e) => <th scope="col" key={e}>{e}</th>)}
-                    <th scope="col">Tags</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.nodes.map((f) => (
-                    <tr key={f.name}>
-                      <th scope="row">
-                        <a href={flagHref(f.name)}>{f.name}</a>
-                        {f.isArchived && <span class="badge archived">Archived</span>}
-                        {f.description && <span class="desc">{f.description}</span>}
-                      </th>
-                      <td>{f.project}</td>
-                      <td>{f.type}</td>
-                      {s.environments.map((e) => <td key={e}>{stageState(f, e)}</td>)}
-                      <td>{f.tags.map((t) => <span class="tag" key={t}>{t}</span>)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable caption="Flags, with the state of their configuration in each environment" columns={['Name', 'Application', 'Type', ...s.environments, 'Tags']} class="flags" busy={busy}>
+              {page.nodes.map((f) => (
+                <tr key={f.name}>
+                  <th scope="row">
+                    <a href={flagHref(f.name)}>{f.name}</a>
+                    {f.isArchived && <span class="badge archived">Archived</span>}
+                    {f.description && <span class="desc">{f.description}</span>}
+                  </th>
+                  <td>{f.project}</td>
+                  <td>{f.type}</td>
+                  {s.environments.map((e) => <td key={e}>{stageState(f, e)}</td>)}
+                  <td>{f.tags.map((t) => <span class="tag" key={t}>{t}</span>)}</td>
+                </tr>
+              ))}
+            </DataTable>
           )}
           {paged && page.nodes.length >= BOTTOM_PAGER_ROWS && pager('bottom')}
           {page.nodes.length === 0 && (

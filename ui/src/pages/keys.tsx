@@ -1,7 +1,7 @@
 /** Management Keys: list, create (value shown once, with a copy button), rotate, disable, delete. */
 import { useState } from 'preact/hooks';
 import { gql, KEY_FIELDS, type ManagementKey, type Permission } from '../api';
-import { ConfirmButton, CopyButton, Field, Loading, messageOf, useLoad, when } from '../components';
+import { ConfirmButton, CopyButton, DataTable, Field, Loading, messageOf, useLoad, when } from '../components';
 import { useSession } from '../session';
 
 const PERMISSIONS: [Permission, string][] = [
@@ -157,43 +157,27 @@ export function KeysPage() {
       )}
       <Loading error={error} loading={loading} />
       {data && (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Management keys of the organization</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Permissions</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Rotated</th>
-                <th scope="col"><span class="sr-only">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.map((k) => (
-                <tr key={k.id}>
-                  <th scope="row" id={`key-${k.id}`}>
-                    {k.name}
-                    {k.id === s.viewer.id && <span class="badge">this key</span>}
-                  </th>
-                  <td>{k.permissions.join(', ')}</td>
-                  <td>{k.application ?? 'any application'}{' · '}{k.environment ?? 'any environment'}</td>
-                  <td>{k.disabled ? <span class="badge off">Disabled</span> : <span class="badge on">Active</span>}</td>
-                  <td>{when(k.createdAt)}</td>
-                  <td>{when(k.rotatedAt)}</td>
-                  <td class="row-actions">
-                    <ConfirmButton label="Rotate" question={`Rotate ${k.name}? The old value stops working at once.`} confirmLabel="Yes, rotate" describedBy={`key-${k.id}`} onConfirm={() => run(k, 'rotate')} />
-                    {!k.disabled && <ConfirmButton label="Disable" question={`Disable ${k.name}?`} confirmLabel="Yes, disable" describedBy={`key-${k.id}`} onConfirm={() => run(k, 'disable')} />}
-                    <ConfirmButton label="Delete" question={`Delete ${k.name}?`} confirmLabel="Yes, delete" danger describedBy={`key-${k.id}`} onConfirm={() => run(k, 'delete')} />
-                    {rowError?.id === k.id && <p class="error" role="alert">{rowError.message}</p>}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="Management keys of the organization" columns={['Name', 'Permissions', 'Scope', 'Status', 'Created', 'Rotated']} actions>
+          {data.map((k) => (
+            <tr key={k.id}>
+              <th scope="row" id={`key-${k.id}`}>
+                {k.name}
+                {k.id === s.viewer.id && <span class="badge">this key</span>}
+              </th>
+              <td>{k.permissions.join(', ')}</td>
+              <td>{k.application ?? 'any application'}{' · '}{k.environment ?? 'any environment'}</td>
+              <td>{k.disabled ? <span class="badge off">Disabled</span> : <span class="badge on">Active</span>}</td>
+              <td>{when(k.createdAt)}</td>
+              <td>{when(k.rotatedAt)}</td>
+              <td class="row-actions">
+                <ConfirmButton label="Rotate" question={`Rotate ${k.name}? The old value stops working at once.`} confirmLabel="Yes, rotate" describedBy={`key-${k.id}`} onConfirm={() => run(k, 'rotate')} />
+                {!k.disabled && <ConfirmButton label="Disable" question={`Disable ${k.name}?`} confirmLabel="Yes, disable" describedBy={`key-${k.id}`} onConfirm={() => run(k, 'disable')} />}
+                <ConfirmButton label="Delete" question={`Delete ${k.name}?`} confirmLabel="Yes, delete" danger describedBy={`key-${k.id}`} onConfirm={() => run(k, 'delete')} />
+                {rowError?.id === k.id && <p class="error" role="alert">{rowError.message}</p>}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </main>
   );

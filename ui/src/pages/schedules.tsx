@@ -7,7 +7,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { gql, SCHEDULE_FIELDS, type Flag, type FlagConfig, type Schedule } from '../api';
-import { ConfirmButton, Field, messageOf, Status, useId } from '../components';
+import { ConfirmButton, Field, messageOf, Status, useBusy, useId } from '../components';
 import { draftOf, knownPaths, placeApiError, toInput, type ConfigDraft, type Errors } from '../config-form';
 import { ConfigFields, type SegmentOption } from './config';
 
@@ -59,7 +59,7 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
   const current = () => flag.configs.find((c) => c.stage === stage && c.clientId === startedFrom);
   const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, startedFrom, current()));
   const [errors, setErrors] = useState<Errors>({});
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   const id = useId('sched');
   // The whole configuration starts from the chosen configuration as it is now.
   useEffect(() => setDraft(draftOf(flag, stage, startedFrom, current())), [stage, startedFrom]); // eslint-disable-line react-hooks/exhaustive-deps
@@ -80,19 +80,19 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
     setErrors(errs);
     if (Object.keys(errs).length > 0) return;
     const input = { at: when!.toISOString(), stage, clientId: cid, ...(kind === 'config' ? { config } : { enabled: kind === 'enable' }) };
-    setBusy(true);
-    try {
-      const r = await gql<{ scheduleFlagChange: Schedule }>(`mutation($n: String!, $i: ScheduleInput!) { scheduleFlagChange(name: $n, input: $i) { ${SCHEDULE_FIELDS} } }`, { n: flag.name, i: input });
-      // The stage, client and change stay chosen (for the next one); the time starts afresh.
-      setTime(defaultTime());
-      props.onScheduled(r.scheduleFlagChange);
-    } catch (err) {
-      // A configuration's messages are `config: rules[0]...`: placed as the configuration form places its own.
-      const msg = messageOf(err).replace(/(^|; )config(?:: |\.)/g, '$1');
-      setErrors(placeApiError(msg, ['at', 'stage', 'clientId', 'enabled', ...(kind === 'config' ? knownPaths(draft) : [])]));
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        const r = await gql<{ scheduleFlagChange: Schedule }>(`mutation($n: String!, $i: ScheduleInput!) { scheduleFlagChange(name: $n, input: $i) { ${SCHEDULE_FIELDS} } }`, { n: flag.name, i: input });
+        // The stage, client and change stay chosen (for the next one); the time starts afresh.
+        setTime(defaultTime());
+        props.onScheduled(r.scheduleFlagChange);
+      },
+      (err) => {
+        // A configuration's messages are `config: rules[0]...`: placed as the configuration form places its own.
+        const msg = messageOf(err).replace(/(^|; )config(?:: |\.)/g, '$1');
+        setErrors(placeApiError(msg, ['at', 'stage', 'clientId', 'enabled', ...(kind === 'config' ? knownPaths(draft) : [])]));
+      },
+    );
   };
 
   const kinds: [Kind, string, string][] = [

@@ -8,7 +8,7 @@ import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
 import { inScope } from '../../../src/domain/name-matching';
 import { gql, SEGMENT_FIELDS, type Segment } from '../api';
 import { ConditionsEditor } from '../conditions';
-import { ConfirmButton, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { ConfirmButton, DataTable, Field, Loading, messageOf, Status, useBusy, useLoad, when } from '../components';
 import { conditionDrafts, conditionPaths, conditionsInput, placeApiError, type ConditionDraft, type Errors } from '../config-form';
 import { useSession, type Session } from '../session';
 
@@ -55,7 +55,7 @@ function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => 
   const [description, setDescription] = useState('');
   const [conditions, setConditions] = useState<ConditionDraft[]>([]);
   const [errors, setErrors] = useState<Errors>({});
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
   const submit = async (e: Event) => {
@@ -65,17 +65,15 @@ function NewSegmentForm({ onCreated, onCancel }: { onCreated: (name: string) => 
     const input = conditionsInput(conditions, '', errs);
     setErrors(errs);
     if (Object.keys(errs).length > 0) return;
-    setBusy(true);
-    try {
-      await gql('mutation($i: CreateSegmentInput!) { createSegment(input: $i) { name } }', {
-        i: { name, application: application || null, description: description.trim() || null, conditions: input },
-      });
-      onCreated(name);
-    } catch (err) {
-      setErrors(apiErrors(err, conditions));
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        await gql('mutation($i: CreateSegmentInput!) { createSegment(input: $i) { name } }', {
+          i: { name, application: application || null, description: description.trim() || null, conditions: input },
+        });
+        onCreated(name);
+      },
+      (err) => setErrors(apiErrors(err, conditions)),
+    );
   };
   return (
     <form class="card" onSubmit={submit} novalidate aria-labelledby="new-segment-h">
@@ -135,7 +133,7 @@ function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onS
   const [description, setDescription] = useState(segment.description ?? '');
   const [conditions, setConditions] = useState<ConditionDraft[]>(() => conditionDrafts(segment.conditions));
   const [errors, setErrors] = useState<Errors>({});
-  const [busy, setBusy] = useState(false);
+  const [busy, whileBusy] = useBusy();
   // The form opens above the list: keyboard and screen reader users are taken to it.
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
@@ -145,18 +143,16 @@ function EditSegmentForm({ segment, onSaved, onCancel }: { segment: Segment; onS
     const input = conditionsInput(conditions, '', errs);
     setErrors(errs);
     if (Object.keys(errs).length > 0) return;
-    setBusy(true);
-    try {
-      await gql('mutation($n: String!, $i: UpdateSegmentInput!) { updateSegment(name: $n, input: $i) { name } }', {
-        n: segment.name,
-        i: { description: description.trim() || null, conditions: input },
-      });
-      onSaved(segment.name);
-    } catch (err) {
-      setErrors(apiErrors(err, conditions));
-    } finally {
-      setBusy(false);
-    }
+    await whileBusy(
+      async () => {
+        await gql('mutation($n: String!, $i: UpdateSegmentInput!) { updateSegment(name: $n, input: $i) { name } }', {
+          n: segment.name,
+          i: { description: description.trim() || null, conditions: input },
+        });
+        onSaved(segment.name);
+      },
+      (err) => setErrors(apiErrors(err, conditions)),
+    );
   };
   return (
     <form class="card" onSubmit={submit} novalidate aria-labelledby="edit-segment-h">
@@ -241,52 +237,38 @@ export function SegmentsPage() {
       <Loading error={error} loading={loading} />
       {data && data.length === 0 && <p>No segments yet.</p>}
       {data && data.length > 0 && (
-        <div class="table-wrap">
-          <table class="segments">
-            <caption class="sr-only">Segments this key can see</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Application</th>
-                <th scope="col">Conditions</th>
-                <th scope="col">Updated</th>
-                <th scope="col"><span class="sr-only">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.map((x) => (
-                <tr key={x.name}>
-                  <th scope="row" id={`seg-${x.name}`}>
-                    {x.name}
-                    {x.description && <span class="desc">{x.description}</span>}
-                  </th>
-                  <td>{x.application ?? <span class="muted">organization-wide</span>}</td>
-                  <td>
-                    {x.conditions.length === 0 ? (
-                      <span class="muted">every user</span>
-                    ) : (
-                      <ul class="conds">
-                        {x.conditions.map((c, i) => <li key={i}><code>{conditionText(c)}</code></li>)}
-                      </ul>
-                    )}
-                  </td>
-                  <td>{when(x.updatedAt)}</td>
-                  <td class="row-actions">
-                    {canWriteSegment(s, x.application) && (
-                      <>
-                        <button type="button" aria-describedby={`seg-${x.name}`} onClick={() => { setEditing(x.name); setCreating(false); setStatus(null); }}>
-                          Edit
-                        </button>
-                        <ConfirmButton label="Delete" question={`Delete segment ${x.name}?`} confirmLabel="Yes, delete" danger describedBy={`seg-${x.name}`} onConfirm={() => remove(x.name)} />
-                      </>
-                    )}
-                    {rowError?.name === x.name && <p class="error" role="alert">{rowError.message}</p>}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="Segments this key can see" columns={['Name', 'Application', 'Conditions', 'Updated']} actions class="segments">
+          {data.map((x) => (
+            <tr key={x.name}>
+              <th scope="row" id={`seg-${x.name}`}>
+                {x.name}
+                {x.description && <span class="desc">{x.description}</span>}
+              </th>
+              <td>{x.application ?? <span class="muted">organization-wide</span>}</td>
+              <td>
+                {x.conditions.length === 0 ? (
+                  <span class="muted">every user</span>
+                ) : (
+                  <ul class="conds">
+                    {x.conditions.map((c, i) => <li key={i}><code>{conditionText(c)}</code></li>)}
+                  </ul>
+                )}
+              </td>
+              <td>{when(x.updatedAt)}</td>
+              <td class="row-actions">
+                {canWriteSegment(s, x.application) && (
+                  <>
+                    <button type="button" aria-describedby={`seg-${x.name}`} onClick={() => { setEditing(x.name); setCreating(false); setStatus(null); }}>
+                      Edit
+                    </button>
+                    <ConfirmButton label="Delete" question={`Delete segment ${x.name}?`} confirmLabel="Yes, delete" danger describedBy={`seg-${x.name}`} onConfirm={() => remove(x.name)} />
+                  </>
+                )}
+                {rowError?.name === x.name && <p class="error" role="alert">{rowError.message}</p>}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </main>
   );
