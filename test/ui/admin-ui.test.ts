@@ -7,7 +7,7 @@
 import type { Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { createFlag, createKey, evaluate, HEX64, randomKey, startTestNode, type TestNode } from '../helpers/node.js';
-import { appears, browserTest, expectAccessible, expectExactNames, openBrowser, screenshot, type Browser, type Role } from './browser.js';
+import { appears, browserTest, expectAccessible, expectExactNames, holdGraphql, openBrowser, screenshot, type Browser, type Role } from './browser.js';
 
 browserTest('the admin UI in Chromium', run);
 
@@ -82,7 +82,11 @@ async function run(t: Test) {
     await exactNames(t, [['textbox', 'Name'], ['combobox', 'Application'], ['combobox', 'Type'], ['button', 'Create']]);
     t.equal(await page.getByRole('combobox', { name: 'Application', exact: true }).inputValue(), 'default');
     t.equal(await page.getByRole('combobox', { name: 'Type', exact: true }).inputValue(), 'boolean');
+    // While the write is on its way the form is busy: Create cannot be pressed twice.
+    const release = await holdGraphql(page, 'createFlag');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
+    t.ok(await appears(page.getByRole('button', { name: 'Create', exact: true, disabled: true })), 'Create is disabled while the flag is being created');
+    await release();
     await page.getByRole('heading', { level: 1, name: 'new-checkout' }).waitFor();
     t.match(page.url(), /\/ui\/flags\/new-checkout$/, 'the flag page');
     const api = await n.req('GET', '/api/flags/new-checkout', { key: n.adminKey });

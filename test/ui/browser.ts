@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page, type Route } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { projectPath } from '../../src/util/paths.js';
 
@@ -109,6 +109,31 @@ export type Role = Parameters<Page['getByRole']>[0];
  */
 export async function expectExactNames(t: Test, scope: Pick<Page, 'getByRole'>, controls: [Role, string][]): Promise<void> {
   for (const [role, name] of controls) t.ok(await appears(scope.getByRole(role, { name, exact: true })), `${role} named exactly "${name}"`);
+}
+
+/**
+ * Holds the page's GraphQL requests whose body contains `marker` until the returned `release` is
+ * called, so that a test can look at the page while they are on their way (busy states).
+ */
+export async function holdGraphql(page: Page, marker: string): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const passing: Promise<void>[] = [];
+  const hold = (route: Route) => {
+    const pass = (async () => {
+      if ((route.request().postData() ?? '').includes(marker)) await held;
+      await route.continue();
+    })();
+    passing.push(pass);
+    return pass;
+  };
+  await page.route('**/api/graphql', hold);
+  return async () => {
+    release();
+    // Each held request goes on before the handler is removed (a removed handler's routes are taken over).
+    await Promise.all(passing);
+    await page.unroute('**/api/graphql', hold);
+  };
 }
 
 /** Whether `locator` becomes visible within `timeoutMs`: `isVisible()` answers at once, before a page's fetches have rendered. */

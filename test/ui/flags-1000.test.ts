@@ -8,7 +8,7 @@
  */
 import type { Test } from 'tap';
 import { startTestNode } from '../helpers/node.js';
-import { appears, browserTest, openBrowser } from './browser.js';
+import { appears, browserTest, holdGraphql, openBrowser } from './browser.js';
 
 browserTest('1,000 flags: a page renders in under a second; paging, search and filters on the server', run);
 
@@ -84,6 +84,20 @@ async function run(t: Test) {
     await page.getByText('showing 901–950').waitFor();
     t.same(await rowNames(), names.slice(900, 950), 'Previous page goes back one page');
     t.ok(listRequests.every((r) => r.search === null), 'paging sent no search');
+  });
+
+  await t.test('while the next page is on its way, the list says it is updating', async (t) => {
+    const release = await holdGraphql(page, 'flagConnection(first: $first');
+    await page.getByRole('navigation', { name: 'Pages of flags', exact: true }).getByRole('button', { name: 'Previous page' }).click();
+    t.ok(await appears(page.locator('table.flags[aria-busy="true"]')), 'the table is aria-busy');
+    t.ok(await appears(page.getByText('(updating…)')), '"updating" beside the count');
+    t.same(await rowNames(), names.slice(900, 950), 'the rows shown stay until the new page comes');
+    await release();
+    await page.getByText('showing 851–900').waitFor();
+    t.equal(await page.locator('table.flags[aria-busy]').count(), 0, 'answered: no longer busy');
+    t.same(await rowNames(), names.slice(850, 900), 'the new page');
+    await page.getByRole('navigation', { name: 'Pages of flags', exact: true }).getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('showing 901–950').waitFor();
   });
 
   await t.test('back from a flag returns to the same page', async (t) => {
