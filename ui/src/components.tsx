@@ -105,8 +105,8 @@ export function ConfirmButton(props: {
 export const messageOf = (err: unknown): string => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
 
 /**
- * A form's busy state and the one way its submissions run: `busy` while `work` runs, and an error
- * it throws goes to `fail` (where the form places it beside its fields).
+ * The busy state of a form that disables its submit control while it submits: `busy` while `work`
+ * runs, and an error it throws goes to `fail` (where the form places it beside its fields).
  */
 export function useBusy(): [busy: boolean, run: (work: () => Promise<void>, fail: (err: unknown) => void) => Promise<void>] {
   const [busy, setBusy] = useState(false);
