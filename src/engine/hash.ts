@@ -5,7 +5,7 @@
  *   allocationBucket(flag, user) = murmur3(`${flag}:${user}`, 0x5bd1e995) % 10000
  *
  * The result is identical on every node and across versions (docs/evaluation.md pins the formula;
- * test/engine/golden/buckets.json pins 200 concrete values). Pure: no I/O, no Buffer.
+ * test/unit/engine/golden/buckets.json pins 200 concrete values). Pure: no I/O, no Buffer.
  * Lone UTF-16 surrogates are encoded as U+FFFD (EF BF BD), like TextEncoder and Buffer do.
  */
 

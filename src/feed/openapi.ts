@@ -1,6 +1,6 @@
 /**
  * The snapshot feed's routes in the OpenAPI document (docs/feed.md). Registered next to the routes;
- * test/ops/openapi.test.ts fails when a served route has no entry.
+ * test/node/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';
 import { feedQuerySchema } from '../domain/validation.js';

@@ -502,7 +502,7 @@ export class GraphQLExecutor {
   }
 
   /**
-   * `run` through graphql-jit only (the plan's reference: test/graphql/plan.test.ts). The answer
+   * `run` through graphql-jit only (the plan's reference: test/unit/graphql/plan.test.ts). The answer
    * is JSON.stringify's text, written by `boundedJson`: one over `VEXIL_MAX_ANSWER_BYTES` stops
    * there and is refused (docs/limits.md, "Large answers").
    */

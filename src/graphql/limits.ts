@@ -6,7 +6,7 @@
  *   spreads and inline fragments expanded (they add no level of their own) and introspection
  *   fields (`__schema`, `__type`) counted like any other. `{ flags { name } }` has depth 2.
  *   graphql-js's `getIntrospectionQuery()` has depth 15, the default maximum (see
- *   test/graphql/limits.test.ts).
+ *   test/node/graphql/limits.test.ts).
  * - Evaluations: the `evaluate` fields of a query operation's root selection set (fragments
  *   expanded), counted by response key: two `evaluate` selections under the same response key are
  *   merged by GraphQL into one execution. `@skip` / `@include` are not taken into account (the

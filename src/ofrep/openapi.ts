@@ -1,6 +1,6 @@
 /**
  * OFREP's routes in the OpenAPI document (docs/ofrep.md), in open-feature/protocol's shapes.
- * Registered next to the routes; test/ops/openapi.test.ts fails when a served route has no entry.
+ * Registered next to the routes; test/node/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';
 import { registerOperations } from '../openapi/operations.js';

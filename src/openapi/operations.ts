@@ -2,7 +2,7 @@
  * What the OpenAPI document says about each route, keyed by `METHOD /pattern` as the route tables
  * declare them. A feature with routes of its own (OFREP, audit) adds its entries with
  * `registerOperations` from its module, next to its routes; document.ts pairs served routes with
- * these entries, and test/ops/openapi.test.ts fails when a served route has none or an entry has
+ * these entries, and test/node/ops/openapi.test.ts fails when a served route has none or an entry has
  * no served route.
  */
 export type SecurityName = 'managementKey' | 'operatorToken' | 'metricsToken' | 'apiKey' | 'bearerKey';

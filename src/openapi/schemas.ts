@@ -1,6 +1,6 @@
 /**
  * Schemas of the OpenAPI document. Request bodies are the very zod schemas the handlers validate
- * with (domain/validation); responses are described here in zod, and test/ops/openapi.test.ts
+ * with (domain/validation); responses are described here in zod, and test/node/ops/openapi.test.ts
  * checks real responses against them.
  */
 import { z } from 'zod';

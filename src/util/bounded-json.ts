@@ -13,7 +13,7 @@
  * symbols left out of objects and written `null` in arrays (holes too), non-finite numbers
  * `null`, a BigInt or a cycle a `TypeError`, own enumerable string keys in `Object.keys` order.
  * Strings and keys are escaped by `JSON.stringify` itself (well-formed: lone surrogates as
- * `\udXXX`). test/http/bounded-json.test.ts checks all of that against `JSON.stringify` with
+ * `\udXXX`). test/unit/http/bounded-json.test.ts checks all of that against `JSON.stringify` with
  * fast-check. A small answer comes back as the string itself, a larger one as one Buffer.
  */
 

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { upsertConfig, type TestNode } from '../helpers/node.js';
 import { twoNodesWithSharedFlag, until } from '../helpers/cluster.js';
-import { openSse, within } from '../ofrep/sse.js';
+import { openSse, within } from '../helpers/sse.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: cluster suite skipped' : false;
 const body = { context: { targetingKey: 'u1', stage: 'production' } };

@@ -10,7 +10,7 @@ import { busCluster, until } from '../helpers/cluster.js';
 import { createFlag, createKey, evaluate, freshPostgresDatabase, randomKey, request, upsertConfig } from '../helpers/node.js';
 import { spawnNode } from '../helpers/process.js';
 import { createLogger } from '../../src/util/log.js';
-import { flagEvents, inMs, listSchedules, postSchedule, settled, type Client } from '../rest/schedule-helpers.js';
+import { flagEvents, inMs, listSchedules, postSchedule, settled, type Client } from '../helpers/schedules.js';
 
 const skip = !process.env.DATABASE_URL || !process.env.NATS_URL ? 'DATABASE_URL and NATS_URL are needed: cluster suite skipped' : false;
 

@@ -37,14 +37,14 @@ echo "node $(node --version) from $node_bin"
 # The pure-logic and scale suites (fast-check walks, 100,000 flags, cluster faults) run on the main
 # Node.js in CI; any of them runs here too with `bash test/node-versions/run.sh 22 <files>`.
 suites=(
-  test/smoke.test.ts
-  test/http/fronts.test.ts test/http/piped-answers.test.ts test/http/slow-clients.test.ts test/auth/uws.test.ts
-  test/rest/evaluation.test.ts test/rest/reasons.test.ts test/rest/flags.test.ts test/rest/configs.test.ts
-  test/rest/bad-input.test.ts test/rest/tenancy.test.ts
-  test/graphql/transport.test.ts test/graphql/fields.test.ts test/graphql/errors.test.ts
-  test/engine/engine.test.ts test/engine/golden.test.ts test/engine/conditions.test.ts
-  test/cluster/pool.test.ts
-  test/provider/parity.test.ts test/provider/lifecycle.test.ts test/provider/gap.test.ts
+  test/node/smoke.test.ts
+  test/node/http/fronts.test.ts test/node/http/piped-answers.test.ts test/node/http/slow-clients.test.ts test/unit/auth/uws.test.ts
+  test/node/rest/evaluation.test.ts test/node/rest/reasons.test.ts test/node/rest/flags.test.ts test/node/rest/configs.test.ts
+  test/node/rest/bad-input.test.ts test/node/rest/tenancy.test.ts
+  test/node/graphql/transport.test.ts test/node/graphql/fields.test.ts test/unit/graphql/errors.test.ts
+  test/unit/engine/engine.test.ts test/unit/engine/golden.test.ts test/unit/engine/conditions.test.ts
+  test/node/pool/pool.test.ts
+  test/node/provider/parity.test.ts test/node/provider/lifecycle.test.ts test/unit/provider/gap.test.ts
 )
 [ $# -gt 1 ] && suites=("${@:2}")
 # terse: failures and the summary only (the main suite's log already shows every assertion).

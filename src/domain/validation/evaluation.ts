@@ -6,7 +6,7 @@ import { checkContextLimits, DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '
 
 /**
  * The same rules as `parseEvaluationBody`, as a zod schema: the OpenAPI document is generated from
- * it, and test/ops/openapi.test.ts checks that both accept and refuse the same bodies.
+ * it, and test/node/ops/openapi.test.ts checks that both accept and refuse the same bodies.
  */
 export const evaluationBodySchema = z.strictObject({
   userId: z.string().min(1).max(USER_ID_MAX),

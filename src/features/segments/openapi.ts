@@ -1,6 +1,6 @@
 /**
  * The segment routes in the OpenAPI document (docs/api.md#segments), registered next to the
- * routes; test/ops/openapi.test.ts fails when a served route has no entry.
+ * routes; test/node/ops/openapi.test.ts fails when a served route has no entry.
  */
 import { z } from 'zod';
 import { createSegmentSchema, updateSegmentSchema } from '../../domain/validation.js';

@@ -1,4 +1,0 @@
-/** Thousands of half-open connections on the uWebSockets.js front (test/http/half-open.ts). */
-import { halfOpenSuite } from './half-open.js';
-
-halfOpenSuite('uws');
