@@ -4,11 +4,12 @@
  * asset (the node serves them from memory; see src/features/ui/). No network access at run time.
  *
  *   node ui/build.mjs            (npm run build runs it after tsc)
+ *   node ui/build.mjs --inputs f  also writes to f the files the bundle took in (scripts/build.mjs)
  */
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
@@ -26,6 +27,7 @@ const result = await build({
   write: false,
   legalComments: 'none',
   logLevel: 'warning',
+  metafile: true,
 });
 const js = result.outputFiles[0].contents;
 const css = readFileSync(join(here, 'styles.css'));
@@ -51,4 +53,6 @@ for (const [name, body] of Object.entries(files)) {
   gzTotal += gz.length;
 }
 writeFileSync(join(out, 'manifest.json'), JSON.stringify({ js: jsName, css: cssName, gzipBytes: gzTotal }, null, 2));
+const inputsAt = process.argv.indexOf('--inputs');
+if (inputsAt > 0) writeFileSync(process.argv[inputsAt + 1], JSON.stringify(Object.keys(result.metafile.inputs).map((p) => resolve(p))));
 console.log(`ui: ${jsName} ${(js.length / 1024).toFixed(1)} KiB, ${cssName}; ${(gzTotal / 1024).toFixed(1)} KiB gzipped in all`);

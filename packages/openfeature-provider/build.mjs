@@ -2,13 +2,15 @@
 // src/feed/decode.ts, src/ofrep/answer.ts) into dist/index.js: one engine, built from the same
 // source as the server (packages/openfeature-provider/README.md, "How it is built"); and
 // dist/index.d.ts, the declarations of src/index.ts (its public types name only the SDK's).
+// `node build.mjs --inputs f` also writes to f the files the bundle took in (scripts/build.mjs).
 import { build } from 'esbuild';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-await build({
+const bundle = await build({
   absWorkingDir: here,
   entryPoints: ['src/index.ts'],
   outfile: 'dist/index.js',
@@ -19,7 +21,10 @@ await build({
   external: ['@openfeature/server-sdk'],
   legalComments: 'none',
   logLevel: 'warning',
+  metafile: true,
 });
+const inputsAt = process.argv.indexOf('--inputs');
+if (inputsAt > 0) writeFileSync(process.argv[inputsAt + 1], JSON.stringify(Object.keys(bundle.metafile.inputs).map((p) => resolve(here, p))));
 
 const source = readFileSync(new URL('src/index.ts', import.meta.url), 'utf8');
 const declarations = ts.transpileDeclaration(source, {

@@ -17,6 +17,7 @@ import { projectPath } from '../../src/util/paths.js';
 import { loadConfig } from '../../src/config.js';
 import { startNode, type StartOptions, type VexilNode } from '../../src/node.js';
 import { createLogger } from '../../src/util/log.js';
+import { requireFreshDist } from './dist.js';
 
 export interface Res<T = any> {
   status: number;
@@ -82,6 +83,7 @@ interface Teardown {
 }
 
 export async function startTestNode(t: Teardown | null, opts: TestNodeOptions = {}): Promise<TestNode> {
+  requireFreshDist(); // the actor runs dist/workers/management.js
   const adminKey = opts.adminKey ?? randomKey();
   let databaseUrl = opts.databaseUrl;
   if (databaseUrl === undefined && opts.db === 'postgres') {

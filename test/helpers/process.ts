@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { projectPath } from '../../src/util/paths.js';
+import { requireFreshDist } from './dist.js';
 
 export interface ProcessExit {
   code: number | null;
@@ -63,6 +64,7 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
  * SIGKILLed at teardown. Rejects if it exits (or stays silent) before listening.
  */
 export async function spawnNode(t: { teardown(fn: () => unknown): void } | null, opts: SpawnNodeOptions = {}): Promise<NodeProcess> {
+  if (opts.main === undefined) requireFreshDist();
   const main = opts.main ?? projectPath('dist', 'src', 'main.js');
   // taskset execs the node, so the child's pid is the node's.
   const [cmd, args] = opts.taskset === undefined ? [process.execPath, [main]] : ['taskset', ['-c', opts.taskset, process.execPath, main]];

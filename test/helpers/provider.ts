@@ -4,6 +4,9 @@
  */
 import { OpenFeature, ProviderEvents, type Client } from '@openfeature/server-sdk';
 import { VexilProvider, type VexilProviderOptions } from '../../packages/openfeature-provider/dist/index.js';
+import { requireFreshDist } from './dist.js';
+
+requireFreshDist(); // the bundle above is built from the provider's and the server's sources
 
 export { VexilProvider };
 

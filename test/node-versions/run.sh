@@ -44,7 +44,7 @@ suites=(
   test/node/graphql/transport.test.ts test/node/graphql/fields.test.ts test/unit/graphql/errors.test.ts
   test/unit/engine/engine.test.ts test/unit/engine/golden.test.ts test/unit/engine/conditions.test.ts
   test/node/pool/pool.test.ts
-  test/node/provider/parity.test.ts test/node/provider/lifecycle.test.ts test/unit/provider/gap.test.ts
+  test/node/provider/parity.test.ts test/node/provider/lifecycle.test.ts test/node/provider/gap.test.ts
 )
 [ $# -gt 1 ] && suites=("${@:2}")
 # terse: failures and the summary only (the main suite's log already shows every assertion).

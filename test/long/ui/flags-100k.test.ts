@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { projectPath } from '../../../src/util/paths.js';
 import { randomKey, startTestNode } from '../../helpers/node.js';
+import { requireFreshDist } from '../../helpers/dist.js';
 import { browserTest, expectAccessible, openBrowser, screenshot } from '../../helpers/browser.js';
 
 const FLAGS = 100_000;
@@ -48,6 +49,7 @@ function seededCopy(): { dataDir: string; adminKey: string; seeded: 'now' | 'tem
     seeded = 'now';
     const building = mkdtempSync(join(tmpdir(), 'vexil-ui-100k-build-'));
     const key = randomKey();
+    requireFreshDist(); // the seed script runs from dist/bench
     execFileSync(process.execPath, [projectPath('dist', 'bench', 'seed.js'), '--data-dir', join(building, 'data'), '--flags', String(FLAGS), '--admin-key', key, '--prefix', PREFIX], { encoding: 'utf8' });
     writeFileSync(join(building, 'admin-key'), key);
     try {

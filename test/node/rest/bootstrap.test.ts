@@ -6,13 +6,14 @@
  *
  * The printed-key cases run the real entry point, `node dist/src/main.js`, as a child process.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { openPGlite } from '../../../src/storage/pglite.js';
 import { projectPath } from '../../../src/util/paths.js';
+import { requireFreshDist } from '../../helpers/dist.js';
 import {
   createFlag,
   expectProblem,
@@ -29,24 +30,6 @@ import {
 t.setTimeout(300_000);
 
 const MAIN = projectPath('dist', 'src', 'main.js');
-
-/** Newest modification time of the TypeScript sources under a folder. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(p));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** `npm test` builds first (pretest); a lone `npx tap` of this file builds when dist is stale. */
-function ensureBuilt(): void {
-  if (existsSync(MAIN) && statSync(MAIN).mtimeMs >= newestSource(projectPath('src'))) return;
-  spawnSync(process.execPath, [projectPath('node_modules', 'typescript', 'bin', 'tsc'), '-p', projectPath('tsconfig.json')], { stdio: 'ignore' });
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing and could not be built`);
-}
 
 const tempDir = (t: Test, prefix: string): string => {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -158,7 +141,7 @@ t.test('VEXIL_BOOTSTRAP_ADMIN_KEY: org default and an org-wide Admin key, idempo
 });
 
 t.test('without VEXIL_BOOTSTRAP_ADMIN_KEY the first start prints a fresh key once; restarts print none', async (t) => {
-  ensureBuilt();
+  requireFreshDist();
   const dir = tempDir(t, 'vexil-boot-');
   const first = startProcess(t, { VEXIL_DATA_DIR: dir });
   const url = await first.url;
@@ -195,7 +178,7 @@ t.test('without VEXIL_BOOTSTRAP_ADMIN_KEY the first start prints a fresh key onc
 });
 
 t.test('the spawned node with VEXIL_BOOTSTRAP_ADMIN_KEY never prints the key', async (t) => {
-  ensureBuilt();
+  requireFreshDist();
   const dir = await pgliteCopy();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const key = randomKey();
@@ -208,7 +191,7 @@ t.test('the spawned node with VEXIL_BOOTSTRAP_ADMIN_KEY never prints the key', a
 });
 
 t.test('invalid settings stop the process with a message naming the variable', async (t) => {
-  ensureBuilt();
+  requireFreshDist();
   const dir = tempDir(t, 'vexil-badenv-');
   const upper = randomKey().toUpperCase();
   const cases: [string, Record<string, string>, RegExp][] = [

@@ -1,0 +1,85 @@
+/**
+ * The test suites, group by group (`npm test`; `npm run test:unit` is the unit group alone):
+ *
+ *   unit     test/unit: no node, no build                     2 files at a time
+ *   node     test/node: real nodes on PGlite                  2 at a time, then the SERIAL ones alone
+ *   cluster  test/cluster: PostgreSQL and NATS (skip without DATABASE_URL / NATS_URL), one at a time
+ *   browser  test/browser: Chromium (skip without it), one at a time
+ *   long     test/long: chaos, fuzz, 100,000 flags, one at a time
+ *
+ *   node scripts/test.mjs [group ...] [-- tap options ...]
+ *
+ * Two at a time fits the 2-core CI machine: every node a test starts has its own free port, its own
+ * PGlite copy in a temp dir (or its own PostgreSQL database and NATS subject), so files do not see
+ * each other. What measures time or CPU runs alone. Each group ends with tap's
+ * "# { total: N, pass: P, ... }" line (.ci/run adds them up); the exit status is non-zero if any
+ * group failed.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './build.mjs';
+
+/**
+ * Files of the parallel groups that must run alone: they pin or starve cores, or assert on
+ * timings that a second test file on the other core would skew.
+ */
+const SERIAL = new Set([
+  'test/node/http/thread-priorities.test.ts', // pins spinners to core 0 and reads scheduling classes
+  'test/node/pool/pool-isolation.test.ts', // a full pool's 503s and one organization's stall measured in time
+  'test/node/http/slow-clients.test.ts', // 1 s head/body/idle bounds measured on raw sockets
+  'test/node/rest/ratelimit.test.ts', // bursts must land inside one 200 ms token
+]);
+
+const GROUPS = [
+  { name: 'unit', dir: 'test/unit', jobs: 2 },
+  { name: 'node', dir: 'test/node', jobs: 2 },
+  { name: 'cluster', dir: 'test/cluster', jobs: 1 },
+  { name: 'browser', dir: 'test/browser', jobs: 1 },
+  { name: 'long', dir: 'test/long', jobs: 1 },
+];
+
+function testFiles(dir) {
+  const out = [];
+  for (const e of readdirSync(join(ROOT, dir))) {
+    const p = join(dir, e);
+    if (statSync(join(ROOT, p)).isDirectory()) out.push(...testFiles(p));
+    else if (e.endsWith('.test.ts')) out.push(p.split('\\').join('/'));
+  }
+  return out.sort();
+}
+
+function tap(files, jobs, extra) {
+  if (files.length === 0) return 0;
+  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs'), `--jobs=${jobs}`, ...extra, ...files], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  return r.status ?? 1;
+}
+
+const args = process.argv.slice(2);
+const dash = args.indexOf('--');
+const names = dash < 0 ? args : args.slice(0, dash);
+const tapArgs = dash < 0 ? [] : args.slice(dash + 1);
+const unknown = names.filter((n) => !GROUPS.some((g) => g.name === n));
+if (unknown.length > 0) {
+  console.error(`unknown group ${unknown.join(', ')}: one of ${GROUPS.map((g) => g.name).join(', ')}`);
+  process.exit(2);
+}
+const chosen = names.length === 0 ? GROUPS : GROUPS.filter((g) => names.includes(g.name));
+
+const results = [];
+for (const g of chosen) {
+  const files = testFiles(g.dir);
+  const parallel = files.filter((f) => !SERIAL.has(f));
+  const alone = files.filter((f) => SERIAL.has(f));
+  console.log(`\n=== ${g.name}: ${files.length} files (${parallel.length} ${g.jobs} at a time${alone.length ? `, then ${alone.length} alone` : ''})`);
+  const started = Date.now();
+  let status = tap(parallel, g.jobs, tapArgs);
+  if (alone.length > 0) status = tap(alone, 1, tapArgs) || status;
+  results.push({ name: g.name, ok: status === 0, s: (Date.now() - started) / 1000 });
+}
+
+console.log('\n' + results.map((r) => `=== ${r.name}: ${r.ok ? 'ok' : 'FAILED'} in ${r.s.toFixed(0)} s`).join('\n'));
+process.exit(results.every((r) => r.ok) ? 0 : 1);
