@@ -144,8 +144,46 @@ export function outOfDate(root = ROOT, steps = STEPS) {
   return out;
 }
 
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Holds dist/.build-lock while `fn` runs: three `npm start`s at once (a local cluster) build once,
+ * the others wait and then find dist/ current. A lock whose process is gone is taken over.
+ */
+function withLock(root, fn) {
+  const lock = join(root, 'dist', '.build-lock');
+  mkdirSync(join(root, 'dist'), { recursive: true });
+  for (let waited = 0; ; waited += 200) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      const holder = Number(readFileSync(lock, 'utf8')) || 0;
+      let alive = holder > 0;
+      try {
+        if (alive) process.kill(holder, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive) rmSync(lock, { force: true });
+      else if (waited === 0) console.log(`build: waiting for the build in process ${holder}`);
+      sleep(200);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 /** Runs the steps that are out of date (all with `force`); returns the names of those it ran. */
-export function build(root = ROOT, steps = STEPS, { force = false, log = console.log } = {}) {
+export function build(root = ROOT, steps = STEPS, opts = {}) {
+  return withLock(root, () => buildLocked(root, steps, opts));
+}
+
+function buildLocked(root, steps, { force = false, log = console.log }) {
   const stamp = readStamp(root);
   const ran = [];
   for (const step of steps) {

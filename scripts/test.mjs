@@ -8,6 +8,7 @@
  *   long     test/long: chaos, fuzz, 100,000 flags, one at a time
  *
  *   node scripts/test.mjs [group ...] [-- tap options ...]
+ *   node scripts/test.mjs file.test.ts ...   those files, 2 at a time, the SERIAL ones alone
  *
  * Two at a time fits the 2-core CI machine: every node a test starts has its own free port, its own
  * PGlite copy in a temp dir (or its own PostgreSQL database and NATS subject), so files do not see
@@ -62,16 +63,20 @@ const args = process.argv.slice(2);
 const dash = args.indexOf('--');
 const names = dash < 0 ? args : args.slice(0, dash);
 const tapArgs = dash < 0 ? [] : args.slice(dash + 1);
-const unknown = names.filter((n) => !GROUPS.some((g) => g.name === n));
+const files = names.filter((n) => n.endsWith('.ts'));
+const unknown = names.filter((n) => !n.endsWith('.ts') && !GROUPS.some((g) => g.name === n));
 if (unknown.length > 0) {
-  console.error(`unknown group ${unknown.join(', ')}: one of ${GROUPS.map((g) => g.name).join(', ')}`);
+  console.error(`unknown group ${unknown.join(', ')}: one of ${GROUPS.map((g) => g.name).join(', ')}, or test files`);
   process.exit(2);
 }
-const chosen = names.length === 0 ? GROUPS : GROUPS.filter((g) => names.includes(g.name));
+const chosen = [
+  ...(files.length > 0 ? [{ name: 'files', files, jobs: 2 }] : []),
+  ...(names.length === 0 ? GROUPS : GROUPS.filter((g) => names.includes(g.name))),
+];
 
 const results = [];
 for (const g of chosen) {
-  const files = testFiles(g.dir);
+  const files = g.files ?? testFiles(g.dir);
   const parallel = files.filter((f) => !SERIAL.has(f));
   const alone = files.filter((f) => SERIAL.has(f));
   console.log(`\n=== ${g.name}: ${files.length} files (${parallel.length} ${g.jobs} at a time${alone.length ? `, then ${alone.length} alone` : ''})`);

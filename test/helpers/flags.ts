@@ -1,5 +1,5 @@
 /**
- * Shared helpers of the REST flag-management and evaluation suites (test/rest/{flags,configs,
+ * Shared helpers of the REST flag-management and evaluation suites (test/node/rest/{flags,configs,
  * evaluation,reasons,bad-input,flags-postgres}.test.ts). Everything goes through real HTTP on a
  * real node started by test/helpers/node.ts; the kill switch, which has no REST endpoint, is set
  * through GraphQL.

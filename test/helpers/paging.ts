@@ -1,5 +1,5 @@
 /**
- * Helpers of the flag-list paging suites (test/rest/flag-paging{,-postgres}.test.ts): a seeded
+ * Helpers of the flag-list paging suites (test/node/rest/flag-paging{,-postgres}.test.ts): a seeded
  * set of varied flags created over REST, the list every filter should give computed from what the
  * writes answered (not from the list under test), and readers that walk every page over REST
  * (following `Link`) and over GraphQL (`flagConnection`).

@@ -1,7 +1,7 @@
 /**
  * A Vexil node as a real process (`node dist/src/main.js`): a crash is an exit, SIGKILL and
  * SIGSTOP reach it as they would in production. Used by the fault tests (test/cluster/failures,
- * test/storage/db-cuts, test/chaos).
+ * test/cluster/storage/db-cuts, test/long/chaos).
  *
  *   const p = await spawnNode(t, { env: { DATABASE_URL: url } });
  *   p.url; p.exit;            // the URL it printed; null while it runs, else {code, signal}

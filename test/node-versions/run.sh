@@ -29,7 +29,7 @@ fi
 export PATH="$node_bin:$PATH"
 echo "node $(node --version) from $node_bin"
 
-[ -d dist ] || npm run build
+node scripts/build.mjs # only what changed since the last build
 # What depends on the Node.js version: the native front and the fallback (HTTP parsing, timeouts,
 # back-pressure), worker threads (the evaluation pool, shared memory), the management actor's
 # process (fork, V8 serialisation over IPC, PGlite's WASM), graphql-jit's generated code, the REST, GraphQL and evaluation surfaces on top, and
@@ -47,5 +47,6 @@ suites=(
   test/node/provider/parity.test.ts test/node/provider/lifecycle.test.ts test/node/provider/gap.test.ts
 )
 [ $# -gt 1 ] && suites=("${@:2}")
+# Two files at a time, the timing-sensitive ones alone (scripts/test.mjs, SERIAL), on this Node.js.
 # terse: failures and the summary only (the main suite's log already shows every assertion).
-npx tap --reporter=terse "${suites[@]}"
+node scripts/test.mjs "${suites[@]}" -- --reporter=terse
