@@ -47,7 +47,7 @@ export const STEPS = [
     outputs: ['dist/ui/index.html', 'dist/ui/manifest.json'],
     bundled: 'dist/.build-ui-inputs.json',
     commands: (root) => [
-      [node, tsc(root), '-p', 'ui/tsconfig.json'],
+      [node, tsc(root), '-p', 'ui/tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo-ui'], // type check only
       [node, 'ui/build.mjs', '--inputs', 'dist/.build-ui-inputs.json'],
     ],
   },
