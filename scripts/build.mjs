@@ -27,14 +27,17 @@ const tsc = (root) => join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 
 /**
  * Each step: the files and folders it reads (`inputs`, relative to the root; a folder means every
- * file under it), what it must leave behind (`outputs`), and its commands. A bundling step also
+ * file under it, or those `sources` matches), what it must leave behind (`outputs`), and its commands. A bundling step also
  * writes the list of files its bundle took in (`bundled`: esbuild's metafile, see ui/build.mjs),
  * which become inputs too: a change to src/engine rebuilds the provider, one to src/node.ts does not.
  */
+const TS = /\.[cm]?tsx?$/;
+
 export const STEPS = [
   {
     name: 'server',
     inputs: ['tsconfig.json', 'package-lock.json', 'src', 'workers', 'bench', 'packages/openfeature-provider/src'],
+    sources: TS, // not bench/results/
     outputs: ['dist/src/main.js', 'dist/workers/management.js', 'dist/workers/evaluator.js'],
     // --incremental: after a one-file change tsc re-checks and re-emits only what that file reaches.
     commands: (root) => [[node, tsc(root), '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo']],
@@ -54,6 +57,7 @@ export const STEPS = [
   {
     name: 'provider',
     inputs: ['package-lock.json', 'packages/openfeature-provider/src', 'packages/openfeature-provider/build.mjs', 'packages/openfeature-provider/package.json'],
+    sources: TS,
     outputs: ['packages/openfeature-provider/dist/index.js', 'packages/openfeature-provider/dist/index.d.ts'],
     bundled: 'dist/.build-provider-inputs.json',
     commands: () => [[node, 'packages/openfeature-provider/build.mjs', '--inputs', 'dist/.build-provider-inputs.json']],
@@ -62,10 +66,13 @@ export const STEPS = [
 
 const toPosix = (p) => p.split(sep).join('/');
 
-/** Every file of `inputs` (folders walked), as root-relative POSIX paths; missing ones are left out. */
-export function inputFiles(root, inputs) {
+/**
+ * Every file of `inputs` (folders walked, keeping the files `sources` matches), as root-relative
+ * POSIX paths; missing ones are left out.
+ */
+export function inputFiles(root, inputs, sources = /./) {
   const out = new Set();
-  const walk = (rel) => {
+  const walk = (rel, top) => {
     const abs = join(root, rel);
     let st;
     try {
@@ -74,10 +81,10 @@ export function inputFiles(root, inputs) {
       return;
     }
     if (st.isDirectory()) {
-      for (const e of readdirSync(abs)) if (e !== 'node_modules' && e !== 'dist' && !e.startsWith('.')) walk(rel + '/' + e);
-    } else out.add(toPosix(rel));
+      for (const e of readdirSync(abs)) if (e !== 'node_modules' && e !== 'dist' && !e.startsWith('.')) walk(rel + '/' + e, false);
+    } else if (top || sources.test(rel)) out.add(toPosix(rel));
   };
-  for (const i of inputs) walk(i);
+  for (const i of inputs) walk(i, true);
   return [...out].sort();
 }
 
@@ -105,7 +112,7 @@ function writeStamp(root, stamp) {
 
 /** The files a step reads: its declared inputs, plus what its bundle took in when it last ran. */
 function stepFiles(root, step, recorded) {
-  return [...new Set([...inputFiles(root, step.inputs), ...Object.keys(recorded?.files ?? {})])].sort();
+  return [...new Set([...inputFiles(root, step.inputs, step.sources), ...Object.keys(recorded?.files ?? {})])].sort();
 }
 
 /**

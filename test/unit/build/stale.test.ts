@@ -37,7 +37,7 @@ const copyStep = (name: string, inputs: string[], output: string, bundledFrom?: 
   },
 });
 
-const STEPS = [copyStep('server', ['src', 'workers'], 'dist/src/main.js'), copyStep('ui', ['ui'], 'dist/ui/index.html', 'src/shared.ts')];
+const STEPS = [{ ...copyStep('server', ['src', 'workers'], 'dist/src/main.js'), sources: /\.ts$/ }, copyStep('ui', ['ui'], 'dist/ui/index.html', 'src/shared.ts')];
 const SOURCES = { 'src/main.ts': 'main', 'src/shared.ts': 'shared', 'workers/w.ts': 'w', 'ui/app.tsx': 'app' };
 const quiet = { log: () => {} };
 const steps = (list: { step: string }[]) => list.map((s) => s.step);
@@ -99,6 +99,15 @@ t.test('a source added or removed, or an output deleted, makes its step stale', 
   build(root, STEPS, quiet);
   rmSync(join(root, 'dist/ui/index.html'));
   t.match(outOfDate(root, STEPS), [{ step: 'ui', reason: 'dist/ui/index.html is missing' }], 'output deleted');
+});
+
+t.test('files its `sources` pattern leaves out (results written under a source folder) are not inputs', async (t) => {
+  const root = tree(t, SOURCES);
+  build(root, STEPS, quiet);
+  write(root, 'src/results/run.json', '{}');
+  t.same(outOfDate(root, STEPS), []);
+  write(root, 'ui/notes.md', 'a ui step without `sources` reads every file under ui/');
+  t.same(steps(outOfDate(root, STEPS)), ['ui']);
 });
 
 t.test('a failed step is not stamped: it runs again next time', async (t) => {
