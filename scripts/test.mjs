@@ -30,6 +30,7 @@ const SERIAL = new Set([
   'test/node/pool/pool-isolation.test.ts', // a full pool's 503s and one organization's stall measured in time
   'test/node/http/slow-clients.test.ts', // 1 s head/body/idle bounds measured on raw sockets
   'test/node/rest/ratelimit.test.ts', // bursts must land inside one 200 ms token
+  'test/node/provider/lifecycle.test.ts', // ConfigurationChanged within 1 s of a write
 ]);
 
 const GROUPS = [
