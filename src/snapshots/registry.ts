@@ -236,17 +236,20 @@ export class SnapshotRegistry {
   /**
    * Applies an update read from the database (by this registry, or by the reader a follower
    * follows), if it is not older than what is held; listeners hear it. Synchronous, so updates
-   * apply in the order they arrive.
+   * apply in the order they arrive. Update listeners (the actor's post to the front) hear it
+   * before it is applied here, so the front compiles it while this replica does.
    */
   accept(update: OrgUpdate): void {
     const { orgId } = update;
     const current = this.snapshots.get(orgId);
     if (update.kind === 'gone') {
       if (current === undefined) return;
+      this.tell(update);
       this.snapshots.delete(orgId);
       this.emit(orgId, null, 'all');
     } else if (update.kind === 'load') {
       if (current !== undefined && !replaces(current.org.version, update.org.version)) return;
+      this.tell(update);
       const snap = buildSnapshot(update.org, update.flags, update.configs, update.segments);
       this.snapshots.set(orgId, snap);
       this.emit(orgId, snap, 'all');
@@ -261,8 +264,12 @@ export class SnapshotRegistry {
         void this.reload(orgId).catch(() => {});
         return;
       }
+      this.tell(update);
       applyDelta(current, held, delta, (touches) => this.emit(orgId, current, touches));
     }
+  }
+
+  private tell(update: OrgUpdate): void {
     for (const l of this.updateListeners) l(update);
   }
 
