@@ -16,7 +16,6 @@ import { ClusterSync } from './cluster/sync.js';
 import { Membership, type PeerRegistry } from './cluster/membership.js';
 import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
 import { orgVersions } from './features/organizations/store.js';
-import { snapshotSource } from './features/snapshot-source.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { ManagementActor } from './management/handle.js';
@@ -36,6 +35,7 @@ import { opsRoutes } from './ops/routes.js';
 import { openApiRoute } from './openapi/document.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
+import { VexilError } from './domain/errors.js';
 import { EvalPool } from './pool/eval-pool.js';
 import { createLogger, type Logger } from './util/log.js';
 
@@ -73,6 +73,14 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
   const evalCounts = new EvalCounts();
   // Filled in below; the actor may relay events only after the node's state exists.
   let relay: (event: ClusterEvent) => Promise<void> | void = () => {};
+  // The front's replica follows the actor's, which reads the database for both (registry.ts): it
+  // exists before the actor starts, so that the actor's warm load fills it too.
+  let started: ManagementActor | undefined;
+  const upstream = (): ManagementActor => {
+    if (started === undefined) throw new VexilError('UNAVAILABLE', 'The management actor is starting; try again', { retryAfter: 1 });
+    return started;
+  };
+  const snapshots = SnapshotRegistry.following({ load: async (orgId) => upstream().load(orgId), hint: async (change) => upstream().hint(change) });
   // The management actor opens, migrates and bootstraps the database; the front reads through it.
   const { actor, generatedAdminKey } = await ManagementActor.start({
     config,
@@ -82,14 +90,11 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     evalCounts,
     log,
     onEvent: (event) => relay(event),
+    onUpdate: (update) => snapshots.accept(update),
   });
+  started = actor;
   const db = actor.db;
   try {
-    const snapshots = new SnapshotRegistry(snapshotSource(db));
-    // The actor's replica follows every change this node's snapshot applies, however it arrived.
-    snapshots.onChange((orgId, snap, touches) => {
-      if (snap !== null) actor.changed({ orgId, version: snap.org.version, touches });
-    });
     const bus =
       opts.bus ??
       (config.natsUrl !== null
@@ -102,7 +107,6 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             subject: opts.busSubject,
           })
         : new LocalBus());
-    if (bus instanceof NatsBus) await bus.start();
     const rt: Runtime = {
       config,
       db,
@@ -114,10 +118,10 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       evalCounts,
       now: Date.now,
     };
-    // A management write's events: applied here before its answer is written, then sent to the other nodes.
+    // A management write's events go to the other nodes at once. Its change reaches this node's
+    // snapshot as the actor's `update` (the delta its replica read), which comes before the answer.
     relay = (event) => {
       bus.publish(event);
-      if (event.kind === 'change') return snapshots.apply(event.change);
       if (event.kind === 'key') rt.keys.invalidateKey(event.keyId);
     };
     if (config.evalWorkers > 0) {
@@ -133,11 +137,16 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         evalCounts: rt.evalCounts.buffer,
       }, log.child({ component: 'pool' }));
     }
-    // Warm every organization's snapshot so the first evaluation does no database work.
-    const started = performance.now();
+    // Warm every organization's snapshot so the first evaluation does no database work (the
+    // actor's warm load sent those it held; an organization created since is read now).
+    const warmStart = performance.now();
     for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
-    log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - started) });
+    log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - warmStart) });
+    // Listen before subscribing, then look once: a change committed before the subscription (while
+    // the actor loaded, say) is found by that poll, any later one arrives as a hint.
     const sync = new ClusterSync(() => orgVersions(db), snapshots, rt.keys, bus, log.child({ component: 'sync' }), { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
+    if (bus instanceof NatsBus) await bus.start();
+    await sync.pollNow();
     // Peers are confirmed by the database's cluster_nodes (membership.ts); a single node has none.
     const peers: PeerRegistry | null =
       bus instanceof NatsBus
@@ -167,6 +176,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             busConnected: () => busState() !== 'down',
             snapshotAgeSeconds: () => (Date.now() - Math.max(snapshotChangedAt, sync.lastPollAt)) / 1000,
             busRejected: () => (bus instanceof NatsBus ? bus.rejected : new Map()),
+            snapshotReads: () => actor.snapshotReads,
           },
           rt.evalCounts,
         )

@@ -1,7 +1,11 @@
 /**
  * Keeps this node's snapshots and key cache in step with the others:
  * - bus events: a change is a hint on which the registry reads what changed from the database
- *   (registry.ts, docs/cluster.md "Bus trust"); a key event drops that key from the cache;
+ *   (registry.ts, docs/cluster.md "Bus trust"; on the front, its management actor reads, once for
+ *   both replicas); a key event drops that key from the cache;
+ * - it listens from its construction, which node.ts does before the bus subscribes, and the node
+ *   polls once when subscribed (`pollNow`; the bus's first connection also triggers it): a change
+ *   published before the subscription is found by that poll, any later one arrives as a hint;
  * - a poller compares every loaded organization's version with PostgreSQL: every
  *   `pollMs` while the bus is down (the fallback), every `safetyPollMs` while it is up (a net for
  *   lost messages);

@@ -4,8 +4,9 @@
  * nothing and a recorded event always describes a committed change.
  *
  * - `writeOrg`: flags, configurations and organization settings. It first locks the organization
- *   and bumps its version; after commit, this node's snapshot is updated before the caller
- *   answers (read-your-writes) and the change is published to the other nodes.
+ *   and bumps its version; after commit, the change is published to the other nodes, then read
+ *   back once into this node's snapshots before the caller answers (read-your-writes): the
+ *   management actor's replica reads it, and hands what it read to the front's (registry.ts).
  * - `writeOrgKeys`: Management Keys. It locks the organization (so its events are ordered like
  *   its other writes) without a new version: keys are not part of the snapshot.
  * - `auditedTransaction` itself: writes that create an organization (the operator API).
@@ -69,8 +70,11 @@ export async function writeOrg<T>(
     return { orgId, audit, result: { result, version: org.version } };
   });
   const change = { orgId, version, touches };
+  // Published first, so that the other nodes start reading while this one does.
   rt.bus.publish({ kind: 'change', change });
   try {
+    // The one read of this change on this node: the actor's replica applies it and posts the
+    // delta to the front (mailbox.ts `update`) before the reply.
     await rt.snapshots.apply(change);
   } catch (err) {
     // The write is committed: answer it. The snapshot catches up at the next version poll.

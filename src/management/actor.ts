@@ -6,9 +6,11 @@
  * answers the front's own queries. It runs at a lower priority than the front thread (in a process
  * of its own by default: transport.ts), so on a shared core evaluation goes first.
  *
- * Its replica follows the front's: every change the front's snapshot applies comes here too, and
- * a request waits until the replica holds at least the version the front held when it admitted it,
- * so a management read never shows older data than evaluation on the same node.
+ * Its replica is the node's one reader of snapshot data: every update it applies (its own writes,
+ * the front's hints from the bus and the version poll, whole loads) goes to the front's replica
+ * as read (`update`), so the node reads each change from the database once. A request waits until
+ * the replica holds at least the version the front held when it admitted it, so a management read
+ * never shows older data than evaluation on the same node.
  */
 import { admissionState } from '../auth/admission-state.js';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
@@ -171,11 +173,10 @@ export class ManagementActorMain {
         void this.query(m.id, m.text, m.params, m.exec);
         return;
       case 'change':
-        // Before the start the replica has not loaded yet: it loads the current data then.
-        if (this.rt === undefined) return;
-        this.rt.snapshots.apply(m.change).catch((err) => this.rt.log.warn('snapshot reload failed', { orgId: m.change.orgId, err: err as Error }));
-        // Any change may be a schedule created or cancelled, here or on another node.
-        this.runner?.changed();
+        void this.sync(m.id, (snapshots) => snapshots.apply(m.change), false);
+        return;
+      case 'load':
+        void this.sync(m.id, (snapshots) => snapshots.reload(m.orgId), true);
         return;
       case 'more': {
         const out = this.outgoing.get(m.id);
@@ -214,13 +215,17 @@ export class ManagementActorMain {
       if (applied.length > 0) log.info('migrations applied', { versions: applied, database: db.kind });
       const boot = await bootstrap(db, config.bootstrapAdminKey);
       if (boot.created) log.info('bootstrapped organization "default"');
-      const snapshots = new SnapshotRegistry(snapshotSource(db));
+      const snapshots = new SnapshotRegistry(snapshotSource(db, (kind) => this.post({ t: 'read', kind })));
       snapshots.onChange((orgId, snap, touches) => {
         // The flag list's index (snapshots/flag-index.ts) is built here, off the first request's
         // path, whenever an organization is loaded whole; one-flag changes update it in place.
         if (snap !== null && touches === 'all') flagIndexOf(snap);
         this.wake(orgId, snap?.org.version ?? Number.MAX_SAFE_INTEGER);
+        // Any change may be a schedule created or cancelled, here or on another node.
+        this.runner?.changed();
       });
+      // The front's replica applies what this one read (its warm load below included), in order.
+      snapshots.onUpdate((update) => this.post({ t: 'update', update }));
       this.rt = {
         config,
         db,
@@ -374,6 +379,29 @@ export class ManagementActorMain {
       if (this.freeSlots.length === 0) return;
       this.waitingForSlot.delete(id);
       this.pump(id);
+    }
+  }
+
+  /**
+   * A hint or a load from the front: the replica applies it (reading once), its updates go to the
+   * front, then `synced`. Before the start there is nothing to bring up to date (the warm load
+   * after it reads the current data, and sends it); a load then waits for the start.
+   */
+  private async sync(id: number, work: (snapshots: SnapshotRegistry) => Promise<void>, needsStart: boolean): Promise<void> {
+    if (this.rt === undefined && !needsStart) {
+      this.post({ t: 'synced', id });
+      return;
+    }
+    if (!(await this.whenStarted())) {
+      this.post({ t: 'synced', id, error: errorData(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })) });
+      return;
+    }
+    try {
+      await work(this.rt.snapshots);
+      this.post({ t: 'synced', id });
+    } catch (err) {
+      this.rt.log.warn('snapshot reload failed', { err: err as Error });
+      this.post({ t: 'synced', id, error: errorData(err) });
     }
   }
 

@@ -1,9 +1,10 @@
 /**
  * The front thread's handle on the management actor (workers/management.ts, protocol in
  * mailbox.ts, in a process or a thread of its own: transport.ts): starts it, forwards admitted
- * management requests and hands back their answers as bytes, relays the cluster events their writes publish, and serves the front's own
- * database reads (key lookups, snapshot loads, version polls) as a `Database` whose queries travel
- * through the mailbox. The front thread never runs a database driver itself.
+ * management requests and hands back their answers as bytes, relays the cluster events their writes publish, hands the
+ * updates the actor's replica applies to the front's (and the front's hints and loads to the
+ * actor), and serves the front's own database reads (key lookups, version polls) as a `Database`
+ * whose queries travel through the mailbox. The front thread never runs a database driver itself.
  *
  * If the actor dies, requests in flight answer 503 and a new one is started on the same settings
  * (an in-memory PGlite database does not survive that: tests only).
@@ -13,7 +14,7 @@ import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
 import type { BodySource, Incoming, Reply } from '../http/handler.js';
 import type { Route } from '../http/router.js';
-import type { Change } from '../snapshots/registry.js';
+import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
 import type { Logger } from '../util/log.js';
@@ -36,6 +37,11 @@ export interface ManagementOptions {
    * answer of the request that published it is written (read-your-writes).
    */
   onEvent(event: ClusterEvent): Promise<void> | void;
+  /**
+   * What the actor's replica applied, with its data (registry.ts `OrgUpdate`): the front's replica
+   * applies it, synchronously and in order (before the reply of the request whose write it is).
+   */
+  onUpdate(update: OrgUpdate): void;
 }
 
 interface Pending {
@@ -63,6 +69,11 @@ export class ManagementActor {
   private ready!: Promise<{ generatedAdminKey: string | null; kind: 'pglite' | 'postgres' }>;
   private kind: 'pglite' | 'postgres' = 'pglite';
   private readonly log: Logger;
+  /** Statements the actor ran to read snapshot data, by kind, since this node started (vexil_snapshot_reads_total). */
+  readonly snapshotReads = new Map<SnapshotReadKind, number>([
+    ['changes', 0],
+    ['organization', 0],
+  ]);
 
   private constructor(private readonly opts: ManagementOptions) {
     this.log = opts.log.child({ component: 'management' });
@@ -172,6 +183,24 @@ export class ManagementActor {
       case 'counts':
         for (const [reason, n] of m.counts) this.opts.evalCounts.add(reason, n);
         return;
+      case 'update':
+        try {
+          this.opts.onUpdate(m.update);
+        } catch (err) {
+          this.log.warn('applying a snapshot update failed', { orgId: m.update.orgId, err: err as Error });
+        }
+        return;
+      case 'read':
+        this.snapshotReads.set(m.kind, (this.snapshotReads.get(m.kind) ?? 0) + 1);
+        return;
+      case 'synced': {
+        const p = this.pending.get(m.id);
+        if (p === undefined) return;
+        this.pending.delete(m.id);
+        if (m.error !== undefined) p.reject(toError(m.error));
+        else p.resolve(undefined);
+        return;
+      }
       case 'rows': {
         const p = this.pending.get(m.id);
         if (p === undefined) return;
@@ -229,9 +258,20 @@ export class ManagementActor {
     return this.call<Reply>((id) => ({ t: 'request', id, route: routeId(route.method, route.pattern), fields, admission }), [body.buffer]);
   }
 
-  /** A change the front's snapshot applied: the actor's replica follows it. */
-  changed(change: Change): void {
-    this.post({ t: 'change', change });
+  /**
+   * A hint above the version the front's replica holds: the actor's replica reads what changed and
+   * its updates arrive (onUpdate) before this resolves. With no actor running, nothing to do: the
+   * next one loads every organization as it is and sends it.
+   */
+  hint(change: Change): Promise<void> {
+    if (this.closing || !this.alive) return Promise.resolve();
+    return this.call<void>((id) => ({ t: 'change', id, change }));
+  }
+
+  /** The front's first use of an organization: the actor reads it whole and sends it (onUpdate) before this resolves. */
+  load(orgId: string): Promise<void> {
+    if (this.closing || !this.alive) return Promise.reject(new VexilError('UNAVAILABLE', 'The management actor stopped; try again', { retryAfter: 1 }));
+    return this.call<void>((id) => ({ t: 'load', id, orgId }));
   }
 
   private post(m: ToActor): void {

@@ -18,20 +18,28 @@
  *   front ──more─────────────▶ actor    a piece slot, outside the message: transport.ts), at most
  *   front ──cancel───────────▶ actor    PIECE_WINDOW ahead of the client: `more` frees a slot and asks
  *                                        for the next piece, `cancel` frees the slots and drops the rest
- *   front ──query────────────▶ actor    the front's own reads: key lookups, snapshot loads, polls
+ *   front ◀─update──────────── actor    what the actor's replica applied (a write's delta, a catch-up,
+ *                                        a whole organization), with its data: the front's replica
+ *                                        applies the same, and never reads a snapshot itself
+ *   front ◀─read────────────── actor    a statement the actor's replica read (vexil_snapshot_reads_total)
+ *   front ──change───────────▶ actor    a hint (bus, version poll): the replica reads what changed
+ *   front ──load─────────────▶ actor    the front's first use of an organization: read it whole
+ *   front ◀─synced──────────── actor    a `change` or `load` is done (its updates came before)
+ *   front ──query────────────▶ actor    the front's own reads: key lookups, version polls
  *   front ◀─rows────────────── actor
- *   front ──change───────────▶ actor    a change the front's snapshot applied (bus, poll, own write)
  *   front ◀─log─────────────── actor    a log line, written by the front's logger
  *   front ──close────────────▶ actor    close the database and exit
  *
- * Events that belong to a request are posted before its reply on the same port, so the front has
- * them (and applies a write to its own snapshot) before it answers: read-your-writes.
+ * Events that belong to a request, and the updates its write made to the actor's replica, are
+ * posted before its reply on the same port, so the front has them (and has applied the write to
+ * its own snapshot) before it answers: read-your-writes. A write's `event` comes first, so the
+ * front tells the other nodes before the actor has read the change back.
  */
 import type { Principal } from '../auth/permissions.js';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import type { ReasonCode } from '../domain/types.js';
-import type { Change } from '../snapshots/registry.js';
+import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
 
 /** Who the front admitted a request as. */
 export type Admission =
@@ -74,7 +82,10 @@ export type ToActor =
   | InitMessage
   | { t: 'request'; id: number; route: string; fields: RequestFields; admission: Admission }
   | { t: 'query'; id: number; text: string; params: unknown[] | undefined; exec: boolean }
-  | { t: 'change'; change: Change }
+  /** A hint above the version the front holds; answered `synced` once the replica holds it. */
+  | { t: 'change'; id: number; change: Change }
+  /** Read organization `orgId` whole; answered `synced` after its `update`. */
+  | { t: 'load'; id: number; orgId: string }
   /** The client took the piece of reply `id` in `slot` (free again): send the next. */
   | { t: 'more'; id: number; slot: number }
   /** The client of reply `id` went away: drop its pieces; `slots` are free again. */
@@ -99,6 +110,12 @@ export type FromActor =
   | { t: 'counts'; counts: [ReasonCode, number][] }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
+  /** What the actor's replica applied, in order, with the data it read (registry.ts `OrgUpdate`). */
+  | { t: 'update'; update: OrgUpdate }
+  /** The replica ran a statement to read snapshot data. */
+  | { t: 'read'; kind: SnapshotReadKind }
+  /** A `change` or `load` is done: the updates it caused were posted before this. */
+  | { t: 'synced'; id: number; error?: ErrorData }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
 
 /**

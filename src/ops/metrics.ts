@@ -19,6 +19,8 @@ export interface GaugeSources {
   snapshotAgeSeconds(): number;
   /** Bus messages rejected since start, by reason (src/cluster/wire.ts). */
   busRejected(): ReadonlyMap<string, number>;
+  /** Statements the node ran to read snapshot data since start, by kind (registry.ts `SnapshotReadKind`). */
+  snapshotReads(): ReadonlyMap<string, number>;
 }
 
 /** The pre-bound children of one route template and method. */
@@ -170,6 +172,19 @@ export class NodeMetrics {
       },
     });
     for (const r of REJECT_REASONS) rejected.labels(r).inc(0);
+    const readsFlushed = new Map<string, number>();
+    new Counter({
+      name: 'vexil_snapshot_reads_total',
+      help: 'Statements this node ran to read flag data for its snapshots: "changes" (one per catch-up), "organization" (four per whole load)',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        for (const [kind, n] of sources.snapshotReads()) {
+          this.labels(kind).inc(n - (readsFlushed.get(kind) ?? 0));
+          readsFlushed.set(kind, n);
+        }
+      },
+    });
     gauge('vexil_eval_pool_queue_depth', 'Evaluations handed to the worker pool and not yet answered', sources.queueDepth);
     gauge('vexil_cluster_nodes', 'Nodes this node sees on the cluster bus, itself included', sources.clusterNodes);
     gauge('vexil_bus_connected', '1 while the cluster bus (NATS) is connected or local, else 0', () => (sources.busConnected() ? 1 : 0));
