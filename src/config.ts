@@ -50,8 +50,6 @@ const schema = z.object({
   VEXIL_EVAL_WORKERS: intIn(0, 256).default(availableParallelism()),
   VEXIL_EVAL_QUEUE_MAX: intIn(1, 10_000_000).default(10_000),
   VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
-  // Where the management actor runs: a process of its own, or a worker thread of the node's process.
-  VEXIL_MANAGEMENT_ACTOR: z.enum(['process', 'thread']).default('process'),
   // The actor's process in SCHED_IDLE once ready (lifted while it starves), or at nice 10 only.
   VEXIL_MANAGEMENT_PRIORITY: z.enum(['idle', 'low']).default('idle'),
   VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
@@ -132,9 +130,7 @@ export interface Config {
   evalQueueMax: number;
   /** Who decides between the front thread and the pool per request (src/pool/handoff.ts). */
   evalHandoff: 'auto' | 'always' | 'never';
-  /** The management actor in a process of its own or in a worker thread (src/management/transport.ts). */
-  managementActor: 'process' | 'thread';
-  /** An actor process's scheduling (src/management/priority.ts); a thread is always at nice 10. */
+  /** The management actor process's scheduling (src/management/priority.ts). */
   managementPriority: 'idle' | 'low';
   /** Compiled flags each evaluation worker keeps (docs/snapshots.md); 0 compiles on every use. */
   workerFlagCache: number;
@@ -210,7 +206,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     evalWorkers: e.VEXIL_EVAL_WORKERS,
     evalQueueMax: e.VEXIL_EVAL_QUEUE_MAX,
     evalHandoff: e.VEXIL_EVAL_HANDOFF,
-    managementActor: e.VEXIL_MANAGEMENT_ACTOR,
     managementPriority: e.VEXIL_MANAGEMENT_PRIORITY,
     workerFlagCache: e.VEXIL_WORKER_FLAG_CACHE,
     keyCacheTtlMs: e.VEXIL_KEY_CACHE_TTL_MS,

@@ -1,10 +1,13 @@
 /**
- * One Vexil node: storage, migrations, bootstrap, in-memory state and the HTTP front, wired once.
- * `startNode` is what `main.ts` runs and what the tests start (several per process if they like).
+ * One Vexil node: the front (this process) and its management actor (a child process that owns
+ * storage, migrations and bootstrap), wired once. `startNode` is what `main.ts` runs and what the
+ * tests start (several per process if they like).
  *
  * A request's path: the HTTP front (http/uws-front.ts, or http/node-front.ts where no native
- * uWebSockets.js binary loads) → http/exchange.ts (runs the route, writes the answer) → a feature's
- * routes.ts (auth/authenticate.ts, then the feature's service.ts) → the evaluation engine or the store.
+ * uWebSockets.js binary loads) → http/exchange.ts (runs the route, writes the answer) → an
+ * evaluation route (auth/authenticate.ts, then the evaluation engine), or a management route's
+ * admission (management/boundary.ts) → the management actor (management/handle.ts), which runs the
+ * feature's handler and service against the store (docs/cluster.md, "The boundary").
  */
 import { admissionState } from './auth/admission-state.js';
 import { readFileSync } from 'node:fs';
@@ -18,22 +21,21 @@ import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
 import { orgVersions } from './features/organizations/store.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
-import { ManagementActor } from './management/handle.js';
-import { managementRoutes } from './management/routes.js';
+import { managementFrontRoutes } from './management/front-routes.js';
+import { ManagementActor, type FrontReads } from './management/handle.js';
 import { ofrepRoutes } from './ofrep/routes.js';
 import { feedRoutes } from './feed/routes.js';
 import { uiRoutes } from './features/ui/routes.js';
 import { ExchangeContext } from './http/exchange.js';
-import type { Incoming, Reply } from './http/handler.js';
 import { createFront } from './http/front.js';
 import type { FrontInfo } from './http/front-interface.js';
-import type { Admitted, Route } from './http/router.js';
+import type { Route } from './http/router.js';
 import { DbHealth } from './ops/db-health.js';
 import { EvalCounts } from './ops/eval-counts.js';
 import { NodeMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { openApiRoute } from './openapi/document.js';
-import type { Runtime } from './runtime.js';
+import type { FrontRuntime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
 import { VexilError } from './domain/errors.js';
 import { EvalPool } from './pool/eval-pool.js';
@@ -44,7 +46,9 @@ const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) a
 export interface VexilNode {
   port: number;
   url: string;
-  runtime: Runtime;
+  runtime: FrontRuntime;
+  /** The database as the front reads it, through the management actor (tests, operations). */
+  db: FrontReads;
   /** Which HTTP front serves this node. */
   front: FrontInfo;
   /** Every route this node serves (its route tables). */
@@ -57,7 +61,7 @@ export interface VexilNode {
 export interface StartOptions {
   log?: Logger;
   /** Extra routes (tests). */
-  routes?: (rt: Runtime) => Route[];
+  routes?: (rt: FrontRuntime) => Route[];
   /** PGlite in memory instead of VEXIL_DATA_DIR (tests). */
   inMemory?: boolean;
   bus?: Bus;
@@ -85,7 +89,6 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
   const { actor, generatedAdminKey } = await ManagementActor.start({
     config,
     inMemory: opts.inMemory ?? false,
-    home: config.managementActor,
     priority: config.managementPriority,
     evalCounts,
     log,
@@ -93,7 +96,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     onUpdate: (update) => snapshots.accept(update),
   });
   started = actor;
-  const db = actor.db;
+  const db = actor.reads;
   try {
     const bus =
       opts.bus ??
@@ -107,9 +110,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             subject: opts.busSubject,
           })
         : new LocalBus());
-    const rt: Runtime = {
+    const rt: FrontRuntime = {
       config,
-      db,
       snapshots,
       ...admissionState(config, db),
       bus,
@@ -196,7 +198,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const routes: Route[] = [
       ...health,
       ...evaluationRoutes(rt),
-      ...managementRoutes(rt).map((r) => forwarded(actor, r)),
+      ...managementFrontRoutes(rt, actor),
       ...ofrepRoutes(rt),
       ...feedRoutes(rt),
       ...uiRoutes(),
@@ -218,6 +220,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       port,
       url,
       runtime: rt,
+      db,
       front: front.info,
       routes,
       generatedAdminKey,
@@ -255,20 +258,4 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     await actor.close().catch(() => {});
     throw err;
   }
-}
-
-/**
- * A management route as the front thread serves it: it admits the request (`Route.management`)
- * and the management actor does the rest; the front writes the bytes it answers.
- */
-function forwarded(actor: ManagementActor, route: Route): Route {
-  const admit = route.management!.admit;
-  const toActor = (inc: Incoming, a: Admitted): Reply | Promise<Reply> => (a.reply !== undefined ? a.reply : actor.forward(route, inc, a.admission));
-  return {
-    ...route,
-    handler: (inc) => {
-      const a = admit(inc);
-      return a instanceof Promise ? a.then((x) => toActor(inc, x)) : toActor(inc, a);
-    },
-  };
 }

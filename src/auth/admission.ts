@@ -1,15 +1,15 @@
 /**
- * Admission of management requests, split across the node's two actors: the front thread admits
- * (`admitKey`, `admitOperator`: 401, 402, 429 and the failed-authentication budget, all decided
- * where the key cache and the rate-limit buckets live), and the management actor reads who was
- * admitted (`admittedKey`) from the forwarded request. A key goes through authenticate.ts, the one
+ * Admission of management requests, on the front (management/boundary.ts says which each route
+ * needs): `admitKey`, `admitOperator`: 401, 402, 429 and the failed-authentication budget, all
+ * decided where the key cache and the rate-limit buckets live. The management actor reads who was
+ * admitted from the forwarded request (admitted.ts). A key goes through authenticate.ts, the one
  * admission path of every route and stream; this module only adapts it to the management routes.
  */
 import type { Incoming } from '../http/handler.js';
-import type { Admitted } from '../http/router.js';
+import type { Admitted } from '../management/boundary.js';
 import { VexilError } from '../domain/errors.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime } from '../runtime.js';
 import { authenticate, checkAuthBudget, refuse, type Authenticated } from './authenticate.js';
 import { clientAddress } from './client-address.js';
 import { secretMatches } from './key-material.js';
@@ -20,7 +20,7 @@ const asAdmitted = (a: Authenticated): Admitted => ({
 });
 
 /** Front thread: authenticates the request's Management Key and takes one token of its bucket. */
-export function admitKey(rt: Runtime, bucketFor: (p: Principal) => BucketKind = () => 'mgmt') {
+export function admitKey(rt: FrontRuntime, bucketFor: (p: Principal) => BucketKind = () => 'mgmt') {
   return (inc: Incoming): Admitted | Promise<Admitted> => {
     const a = authenticate(rt, inc.managementKey, bucketFor, clientAddress(inc));
     return a instanceof Promise ? a.then(asAdmitted) : asAdmitted(a);
@@ -33,7 +33,7 @@ export function admitKey(rt: Runtime, bucketFor: (p: Principal) => BucketKind = 
  * it the address gets 429 and its token is not even compared, the right one included: otherwise
  * 429 against 201 would still tell a guesser when it found the token.
  */
-export function admitOperator(rt: Runtime) {
+export function admitOperator(rt: FrontRuntime) {
   const token = rt.config.operatorToken;
   return (inc: Incoming): Admitted => {
     if (token === null) throw new VexilError('NOT_FOUND', 'No such endpoint');
@@ -44,16 +44,4 @@ export function admitOperator(rt: Runtime) {
     }
     return { admission: { kind: 'operator' } };
   };
-}
-
-/**
- * Management actor: the key the front admitted, with this actor's snapshot of its organization
- * (the actor's dispatcher has loaded it at least at the version the front held).
- */
-export function admittedKey(rt: Runtime, inc: Incoming): Authenticated {
-  const a = inc.admission;
-  if (a === undefined || a.kind !== 'key') throw new VexilError('INTERNAL', 'A management request arrived without its admitted key');
-  const snapshot = rt.snapshots.peek(a.principal.orgId);
-  if (snapshot === undefined) throw new VexilError('UNAVAILABLE', 'The organization is not loaded yet; try again');
-  return { principal: a.principal, snapshot };
 }

@@ -22,7 +22,7 @@ import { VexilError } from '../domain/errors.js';
 import { KEY_RE } from '../domain/input-formats.js';
 import type { ManagementKey } from '../domain/types.js';
 import type { OrgSnapshot } from '../engine/index.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime } from '../runtime.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import type { KeyWithHash } from './key-cache.js';
 import { hashKey } from './key-material.js';
@@ -44,8 +44,8 @@ export type AddressSource = (() => string) | null;
 
 const addressOf = (source: AddressSource): string | null => (source === null ? null : source() || null);
 
-/** What the failed-authentication checks need: only the budget (the ops routes have no Runtime). */
-type Budgeted = Pick<Runtime, 'authFailures'>;
+/** What the failed-authentication checks need: only the budget (the ops routes have no FrontRuntime). */
+type Budgeted = Pick<FrontRuntime, 'authFailures'>;
 
 /** A 401, charged to the address's failed-authentication budget (or a 429 when it is spent). */
 export function refuse(rt: Budgeted, source: AddressSource, msg: string): VexilError {
@@ -75,7 +75,7 @@ const tooManyFailures = (wait: number) =>
  * Throws (or rejects) with a VexilError.
  */
 export function authenticate(
-  rt: Runtime,
+  rt: FrontRuntime,
   keyValue: string | undefined,
   bucketFor: (p: Principal) => BucketKind,
   /** The client's address, for the failed-authentication budget; null: no budget. */
@@ -99,7 +99,7 @@ export function authenticate(
 }
 
 async function authenticateSlow(
-  rt: Runtime,
+  rt: FrontRuntime,
   hash: string,
   bucketFor: (p: Principal) => BucketKind,
   address: string | null,
@@ -133,7 +133,7 @@ export interface AuthenticatedById extends Authenticated {
  * have to be loaded (once per connection, not per request).
  */
 export async function authenticateKeyId(
-  rt: Runtime,
+  rt: FrontRuntime,
   credential: KeyIdCredential | null,
   bucketFor: (p: Principal) => BucketKind,
   source: AddressSource,
@@ -158,7 +158,7 @@ export async function authenticateKeyId(
  * is empty, with retryAfter → the principal.
  */
 function admit(
-  rt: Runtime,
+  rt: FrontRuntime,
   key: ManagementKey | null,
   snapshot: OrgSnapshot | null,
   bucketFor: (p: Principal) => BucketKind,

@@ -13,7 +13,7 @@
  */
 import type { Principal } from '../auth/permissions.js';
 import type { AuditActor, AuditChange, Organization } from '../domain/types.js';
-import type { Runtime } from '../runtime.js';
+import type { ActorRuntime } from '../runtime.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { Touches } from '../snapshots/registry.js';
 import { insertEvent } from './audit/store.js';
@@ -56,7 +56,7 @@ export async function auditedTransaction<T>(
 }
 
 export async function writeOrg<T>(
-  rt: Runtime,
+  rt: ActorRuntime,
   actor: AuditActor,
   orgId: string,
   /** What the change touches, so that nodes reload no more than that. */
@@ -84,7 +84,7 @@ export async function writeOrg<T>(
 }
 
 export function writeOrgKeys<T>(
-  rt: Runtime,
+  rt: ActorRuntime,
   actor: AuditActor,
   orgId: string,
   fn: (tx: Queryable, org: Organization) => Promise<Audited<T>>,

@@ -22,7 +22,7 @@ import { etagMatches } from '../http/etag.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import { queryObject } from '../http/query.js';
 import type { Route } from '../http/router.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime } from '../runtime.js';
 import { feedBody, feedEtag, feedParts } from './feed.js';
 import { FeedStreams } from './stream.js';
 
@@ -42,7 +42,7 @@ function feedScope(auth: Authenticated, inc: Incoming): { application: string; s
   return { application: findName(auth.snapshot.org.applications, p.application!) ?? p.application!, stage };
 }
 
-export function feedRoutes(rt: Runtime): Route[] {
+export function feedRoutes(rt: FrontRuntime): Route[] {
   const streams = new FeedStreams(rt.snapshots, rt.keys, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });
 
   const snapshot = (auth: Authenticated, inc: Incoming): Reply => {

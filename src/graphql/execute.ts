@@ -46,7 +46,7 @@ import type { Authenticated } from '../auth/authenticate.js';
 import type { OrgSnapshot } from '../engine/compiled.js';
 import { DEFAULT_CONTEXT_LIMITS, type ContextLimits } from '../domain/validation.js';
 import { graphqlExtensions, VexilError } from '../domain/errors.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime, Runtime } from '../runtime.js';
 import type { Logger } from '../util/log.js';
 import { LruCache } from './cache.js';
 import { contextViolation, hasVariable, variableDefaults } from './context-argument-limits.js';
@@ -111,6 +111,9 @@ export type Prepared =
     };
 
 type PreparedDocument = Prepared & { ok: true };
+
+/** A runtime that may charge a document's further tokens: the front's has the rate limiter; the actor's runs documents already charged. */
+type Charging = Runtime & Partial<Pick<FrontRuntime, 'limiter'>>;
 
 export interface ExecutorOptions extends Limits {
   /** `VEXIL_GRAPHQL_MAX_RESULT`: estimated values one result may hold (default 200,000). */
@@ -376,7 +379,7 @@ export class GraphQLExecutor {
    * `evaluate` beyond the first is charged to the key's evaluation bucket, every mutation beyond
    * the first to its management bucket; a document that fails before execution costs nothing more.
    */
-  async execute(rt: Runtime, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string> {
+  async execute(rt: Charging, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string> {
     const out = await this.answer(rt, auth, req, charged);
     return typeof out === 'string' ? out : out.toString('utf8');
   }
@@ -386,7 +389,7 @@ export class GraphQLExecutor {
    * serialised into (bounded-json.ts) rather than becoming one string. `charged`: the document's
    * further tokens were charged already (by the front thread, for the management actor).
    */
-  async answer(rt: Runtime, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string | Buffer> {
+  async answer(rt: Charging, auth: Authenticated, req: GraphQLRequest, charged = false): Promise<string | Buffer> {
     const p = this.checked(rt, auth, req);
     if (typeof p === 'string') return p;
     return this.answerChecked(rt, auth, req, p, charged);
@@ -399,7 +402,7 @@ export class GraphQLExecutor {
    * document's further rate-limit tokens and returns null: the management actor executes it
    * (`answer(…, charged = true)`).
    */
-  answerOnFront(rt: Runtime, auth: Authenticated, req: GraphQLRequest): Promise<string | Buffer> | string | null {
+  answerOnFront(rt: FrontRuntime, auth: Authenticated, req: GraphQLRequest): Promise<string | Buffer> | string | null {
     const p = this.checked(rt, auth, req, false);
     if (typeof p === 'string') return p;
     if (p.evaluationOnly) return this.answerChecked(rt, auth, req, p, false);
@@ -432,17 +435,19 @@ export class GraphQLExecutor {
   }
 
   /** A valid document's further tokens: each `evaluate` beyond the first, each mutation. */
-  private charge(rt: Runtime, auth: Authenticated, p: PreparedDocument): void {
-    if (p.evaluations > 1) rt.limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
+  private charge(rt: Charging, auth: Authenticated, p: PreparedDocument): void {
+    const limiter = rt.limiter;
+    if (limiter === undefined) throw new VexilError('INTERNAL', "A document's tokens are charged where it was admitted (the front)");
+    if (p.evaluations > 1) limiter.charge('eval', auth.principal.keyId, p.evaluations - 1, this.opts.maxEvaluations);
     if (p.mutations > 0) {
       // Every mutation costs a management token (docs/graphql.md, "Limits"); the request's admission
-      // token was the first when it came from the management bucket (routes.ts graphqlBucket).
+      // token was the first when it came from the management bucket (http.ts graphqlBucket).
       const evaluatorOnly = auth.principal.permissions.size === 1 && auth.principal.permissions.has('CanEvaluate');
-      rt.limiter.charge('mgmt', auth.principal.keyId, evaluatorOnly ? p.mutations : p.mutations - 1, this.maxMutations);
+      limiter.charge('mgmt', auth.principal.keyId, evaluatorOnly ? p.mutations : p.mutations - 1, this.maxMutations);
     }
   }
 
-  private async answerChecked(rt: Runtime, auth: Authenticated, req: GraphQLRequest, p: PreparedDocument, charged: boolean): Promise<string | Buffer> {
+  private async answerChecked(rt: Charging, auth: Authenticated, req: GraphQLRequest, p: PreparedDocument, charged: boolean): Promise<string | Buffer> {
     if (!charged) this.charge(rt, auth, p);
     const pool = rt.pool;
     const run = () => this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);

@@ -18,15 +18,15 @@ import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
 import * as segments from '../features/segments/service.js';
 import * as schedules from '../features/schedules/service.js';
-import type { Runtime } from '../runtime.js';
+import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
 import { authFor, evaluate, evaluationInput, withVars, type Args, type EvaluateArgs, type GraphQLContext, type Resolver } from './evaluation-resolvers.js';
 
 /** The node's services, for a management field (never in an evaluation worker). */
-function services(ctx: GraphQLContext): Runtime {
-  if (ctx.rt === null) throw new VexilError('INTERNAL', 'A management field reached an evaluation worker');
-  return ctx.rt;
+function services(ctx: GraphQLContext): ActorRuntime {
+  if (ctx.rt === null || !('db' in ctx.rt)) throw new VexilError('INTERNAL', 'A management field ran outside the management actor');
+  return ctx.rt as ActorRuntime;
 }
 
 const str = (v: unknown): string => v as string;

@@ -159,11 +159,14 @@ const PAGING_HINTS: Record<string, string> = {
   '/api/audit': 'page with ?limit= and ?before= (the last event id of the previous page)',
 };
 
+/** What names a route in an answer's refusal (a front's route, or a management handler in the actor). */
+type RouteName = Pick<Route, 'method' | 'pattern'>;
+
 /**
  * The 400 for an answer over `VEXIL_MAX_ANSWER_BYTES` (docs/limits.md, "Large answers"): it names
  * the bound and the way to page.
  */
-export function answerTooLargeError(limit: number, route: Route | null): VexilError {
+export function answerTooLargeError(limit: number, route: RouteName | null): VexilError {
   const hint = (route !== null ? PAGING_HINTS[route.pattern] : undefined) ?? 'ask for less: GET /api/flags pages with ?limit= and ?after=';
   // A write's answer echoes what it wrote: refused only under a bound set below a request body.
   const done = route !== null && route.method !== 'get' ? " (the request's change was made: only its answer is refused)" : '';
@@ -171,7 +174,7 @@ export function answerTooLargeError(limit: number, route: Route | null): VexilEr
 }
 
 /** A refused answer keeps only its CORS headers. */
-function tooLargeReply(reply: Reply, limit: number, route: Route | null): Reply {
+function tooLargeReply(reply: Reply, limit: number, route: RouteName | null): Reply {
   const cors: Record<string, string> = {};
   for (const [k, v] of Object.entries(reply.headers ?? {})) if (k.startsWith('access-control-') || k === 'vary') cors[k] = v;
   return errorReply(answerTooLargeError(limit, route), cors);
@@ -187,7 +190,7 @@ export const isSizeRangeError = (err: unknown): boolean =>
  * Run where the answer is made: the front thread for its own routes, the management actor for
  * the management routes (whose answers reach the front as bytes).
  */
-export function serialiseReply(reply: Reply, maxAnswerBytes: number, route: Route | null): { reply: Reply; body: string | Buffer | null } {
+export function serialiseReply(reply: Reply, maxAnswerBytes: number, route: RouteName | null): { reply: Reply; body: string | Buffer | null } {
   if (reply.status === 204 || reply.status === 304) return { reply, body: null };
   if (reply.raw !== undefined) return { reply, body: reply.raw };
   if (reply.small === true) return { reply, body: JSON.stringify(reply.body ?? null) };

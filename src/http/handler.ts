@@ -28,7 +28,7 @@ export interface Incoming {
   headers: Record<string, string>;
   /** The client's IP address as text. */
   remoteAddress(): string;
-  /** In the management actor: who the front admitted the request as (router.ts `Route.management`). */
+  /** In the management actor: who the front admitted the request as (management/boundary.ts). */
   admission?: Admission;
 }
 

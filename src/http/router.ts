@@ -6,9 +6,8 @@
  */
 import { VexilError } from '../domain/errors.js';
 import type { CorsPolicy } from './cors.js';
-import type { Admission } from '../management/mailbox.js';
 import { errorReply } from './problem.js';
-import type { Handler, Incoming, Reply } from './handler.js';
+import type { Handler, Reply } from './handler.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
 
@@ -28,17 +27,7 @@ export interface Route {
   maxBodyDepth?: number;
   /** Cross-origin access (cors.ts): the answers carry CORS headers, and `OPTIONS` is its preflight. */
   cors?: CorsPolicy;
-  /**
-   * A management route: the front thread only runs `admit` (authentication, subscription, rate
-   * limit, or the operator token) and forwards the request to the management actor
-   * (src/management/), which runs `handler` with `Incoming.admission` set and answers the bytes the
-   * front writes. `admit` may also answer by itself (`reply`), without the actor.
-   */
-  management?: { admit(inc: Incoming): Admitted | Promise<Admitted> };
 }
-
-/** What a management route's `admit` decided on the front thread. */
-export type Admitted = { admission: Admission; reply?: undefined } | { reply: Reply; admission?: undefined };
 
 export const HTTP_NAME: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' };
 export const HAS_BODY: Record<Method, boolean> = { get: false, post: true, put: true, patch: true, del: false };

@@ -1,18 +1,20 @@
 /**
- * The management actor, inside its worker thread (workers/management.ts starts it; the protocol is
- * mailbox.ts). It owns the node's database: it opens, migrates and bootstraps it, runs every
- * management request the front thread forwards (the same route handlers and services REST and
- * GraphQL always used, against its own replica of the flag data), serialises each answer, and
- * answers the front's own queries. It runs at a lower priority than the front thread (in a process
- * of its own by default: transport.ts), so on a shared core evaluation goes first.
+ * The management actor, in a process of its own (workers/management.ts starts it; the protocol is
+ * mailbox.ts; the channel transport.ts). It owns the node's database: it opens, migrates and
+ * bootstraps it, runs every management request the front forwards (handlers.ts: one handler per
+ * route of the admission table, boundary.ts, against its own replica of the flag data),
+ * serialises each answer, and answers the front's own queries. It runs at a lower priority than
+ * the front (priority.ts), so on a shared core evaluation goes first.
  *
  * Its replica is the node's one reader of snapshot data: every update it applies (its own writes,
  * the front's hints from the bus and the version poll, whole loads) goes to the front's replica
  * as read (`update`), so the node reads each change from the database once. A request waits until
  * the replica holds at least the version the front held when it admitted it, so a management read
  * never shows older data than evaluation on the same node.
+ *
+ * A restarted actor takes requests before its database is open: each waits for the start (up to
+ * START_WAIT_MS), then answers 503 with Retry-After if the actor is still not up.
  */
-import { admissionState } from '../auth/admission-state.js';
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
@@ -23,9 +25,8 @@ import { encodeAnswer } from '../http/content-encoding.js';
 import { DEFAULT_MAX_ANSWER_BYTES, serialiseReply } from '../http/exchange.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import { asVexilError, errorReply } from '../http/problem.js';
-import type { Route } from '../http/router.js';
 import { EvalCounts } from '../ops/eval-counts.js';
-import type { Runtime } from '../runtime.js';
+import type { ActorRuntime } from '../runtime.js';
 import { flagIndexOf } from '../snapshots/flag-index.js';
 import { SnapshotRegistry } from '../snapshots/registry.js';
 import { isConnectionError, type Database } from '../storage/database.js';
@@ -34,9 +35,10 @@ import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
 import type { ReasonCode } from '../domain/types.js';
 import type { Logger } from '../util/log.js';
-import { managementRoutes } from './routes.js';
-import { isIdempotentWrite, withIdempotency } from './idempotency.js';
-import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, routeId, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
+import { isIdempotentWrite, type ManagementHandler } from './boundary.js';
+import { managementHandlers } from './handlers.js';
+import { withIdempotency } from './idempotency.js';
+import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
 import { pieceWriter, type ActorPort } from './transport.js';
 /** How long a request waits for the replica to reach the front's version before it reads what changed itself. */
 const CATCH_UP_MS = 2000;
@@ -45,7 +47,7 @@ const START_WAIT_MS = 2000;
 /** A restarted actor that cannot open its database tries again this often. */
 const INIT_RETRY_MS = 1000;
 
-/** A logger whose lines the front thread writes (one log stream per node, its redaction included). */
+/** A logger whose lines the front writes (one log stream per node, its redaction included). */
 class RelayLogger implements Logger {
   constructor(
     private readonly post: (m: FromActor) => void,
@@ -97,8 +99,8 @@ async function openDatabase(init: InitMessage): Promise<Database> {
 }
 
 export class ManagementActorMain {
-  private rt!: Runtime;
-  private routes = new Map<string, Route>();
+  private rt!: ActorRuntime;
+  private routes = new Map<string, ManagementHandler>();
   /** Piped replies whose pieces are not all sent: the body, the bytes sent so far, pieces it may still send ahead. */
   private readonly outgoing = new Map<number, { body: Uint8Array; sent: number; credit: number }>();
   /** Writes a piece into a slot (transport.ts); the slots that are free, and replies waiting for one. */
@@ -115,8 +117,8 @@ export class ManagementActorMain {
   private closing = false;
   /** Applies due schedules (features/schedules/runner.ts); set once started. */
   private runner: ScheduleRunner | null = null;
-  /** Counts its own evaluations, sent to the front with each reply (no counters shared with the front). */
-  private ownCounts: EvalCounts | null = null;
+  /** Counts its own evaluations (a management GraphQL document may evaluate), sent to the front with each reply. */
+  private readonly counts = new EvalCounts();
 
   constructor(private readonly port: ActorPort) {
     this.started = new Promise((r) => (this.markStarted = r));
@@ -126,10 +128,10 @@ export class ManagementActorMain {
   }
 
   /**
-   * A cut database connection must not end this thread (docs/storage.md): a driver error about a
+   * A cut database connection must not end this process (docs/storage.md): a driver error about a
    * lost connection that reaches no caller (a rejection nobody awaits, a socket error after its
    * connection was dropped) is logged and dropped; the driver reconnects on the next query. Any
-   * other uncaught error still ends the thread, and the front starts a new actor.
+   * other uncaught error still ends the process, and the front starts a new actor.
    */
   private guardDriverFaults(): void {
     const report = (kind: string, err: unknown) =>
@@ -157,8 +159,8 @@ export class ManagementActorMain {
     return started;
   }
 
-  private post = (m: FromActor, transfer: ArrayBuffer[] = []): void => {
-    this.port.post(m, transfer);
+  private post = (m: FromActor): void => {
+    this.port.post(m);
   };
 
   private receive(m: ToActor): void {
@@ -200,8 +202,7 @@ export class ManagementActorMain {
 
   private async init(m: InitMessage): Promise<void> {
     const config = m.config;
-    this.putPiece = pieceWriter(m.pieces);
-    if (m.evalCounts === null) this.ownCounts = new EvalCounts();
+    this.putPiece = pieceWriter(m.piecesFd);
     const log = new RelayLogger(this.post, config.logLevel === 'debug');
     let db: Database;
     try {
@@ -226,19 +227,8 @@ export class ManagementActorMain {
       });
       // The front's replica applies what this one read (its warm load below included), in order.
       snapshots.onUpdate((update) => this.post({ t: 'update', update }));
-      this.rt = {
-        config,
-        db,
-        snapshots,
-        // The actor authenticates nothing (the front admits; its key service drops keys through the bus); the schedule runner reads keys by id.
-        ...admissionState(config, db),
-        bus: new RelayBus(this.post),
-        log,
-        pool: null,
-        evalCounts: this.ownCounts ?? new EvalCounts(m.evalCounts!),
-        now: Date.now,
-      };
-      for (const r of managementRoutes(this.rt)) this.routes.set(routeId(r.method, r.pattern), r);
+      this.rt = { config, db, snapshots, bus: new RelayBus(this.post), log, pool: null, evalCounts: this.counts, now: Date.now };
+      this.routes = managementHandlers(this.rt);
       // The replica is warm before the first request, like the front's.
       for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
       this.markStarted();
@@ -289,7 +279,6 @@ export class ManagementActorMain {
   }
 
   private async request(id: number, name: string, m: ToActor & { t: 'request' }): Promise<void> {
-    const route = this.routes.get(name);
     const f = m.fields;
     const inc: Incoming = {
       method: f.method,
@@ -305,11 +294,13 @@ export class ManagementActorMain {
       remoteAddress: () => f.remoteAddress,
       admission: m.admission,
     };
-    let reply: Reply;
+    // A (re)started actor has no handlers before its start: the request waits for it, or is 503.
     if (!(await this.whenStarted())) {
-      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), route ?? null, '');
+      this.answer(id, errorReply(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })), null, '');
       return;
     }
+    const route = this.routes.get(name);
+    let reply: Reply;
     try {
       if (route === undefined) throw new VexilError('INTERNAL', `No management route ${name}`);
       if (m.admission.kind === 'key') await this.caughtUp(m.admission.principal.orgId, m.admission.version);
@@ -327,29 +318,27 @@ export class ManagementActorMain {
    * Serialises the answer here, off the front thread, compresses a large one in a coding the
    * client accepts (content-encoding.ts), and moves its bytes to the front.
    */
-  private answer(id: number, reply: Reply, route: Route | null, acceptEncoding: string): void {
+  private answer(id: number, reply: Reply, route: ManagementHandler | null, acceptEncoding: string): void {
     this.sendCounts();
     const out = serialiseReply(reply, this.rt?.config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, route);
     const status = out.reply.status;
     const { headers, body: raw } = out.body === null ? { headers: out.reply.headers, body: null } : encodeAnswer(out.reply.headers, out.body, acceptEncoding);
     if (raw !== null && typeof raw !== 'string' && raw.byteLength > PIPE_MIN_BYTES) {
-      // A large body crosses in pieces, through the shared slots, as its client takes them.
+      // A large body crosses in pieces, through the piece slots, as its client takes them.
       this.post({ t: 'reply', id, status, headers, body: null, piped: raw.byteLength });
       this.outgoing.set(id, { body: raw, sent: 0, credit: PIECE_WINDOW });
       this.pump(id);
       return;
     }
-    // A Buffer that owns its whole memory moves as it is; anything else is copied once into one that does.
-    const owns = raw instanceof Uint8Array && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
-    const body = raw === null ? null : typeof raw === 'string' ? new TextEncoder().encode(raw) : owns ? raw : new Uint8Array(raw);
-    this.post({ t: 'reply', id, status, headers, body }, body === null ? [] : [body.buffer as ArrayBuffer]);
+    // The IPC channel's serialisation copies a byte view's own bytes only, whatever memory it is part of.
+    const body = raw === null ? null : typeof raw === 'string' ? new TextEncoder().encode(raw) : raw;
+    this.post({ t: 'reply', id, status, headers, body });
   }
 
-  /** The evaluations requests ran since the last reply, to the front (an actor without shared counters). */
+  /** The evaluations requests ran since the last reply, to the front. */
   private sendCounts(): void {
-    if (this.ownCounts === null) return;
     const counts: [ReasonCode, number][] = [];
-    this.ownCounts.drain((reason, n) => counts.push([reason, n]));
+    this.counts.drain((reason, n) => counts.push([reason, n]));
     if (counts.length > 0) this.post({ t: 'counts', counts });
   }
 
@@ -429,7 +418,6 @@ export class ManagementActorMain {
     try {
       await this.rt?.db.close();
     } finally {
-      // Ends the worker thread, or the actor's process.
       process.exit(0);
     }
   }

@@ -1,32 +1,30 @@
 /**
- * The front thread's handle on the management actor (workers/management.ts, protocol in
- * mailbox.ts, in a process or a thread of its own: transport.ts): starts it, forwards admitted
- * management requests and hands back their answers as bytes, relays the cluster events their writes publish, hands the
- * updates the actor's replica applies to the front's (and the front's hints and loads to the
- * actor), and serves the front's own database reads (key lookups, version polls) as a `Database`
- * whose queries travel through the mailbox. The front thread never runs a database driver itself.
+ * The front's handle on the management actor (workers/management.ts, protocol in mailbox.ts, a
+ * process of its own: transport.ts): starts it, forwards admitted management requests and hands
+ * back their answers as bytes, relays the cluster events their writes publish, hands the updates
+ * the actor's replica applies to the front's (and the front's hints and loads to the actor), and
+ * serves the front's own database reads (key lookups, version polls) as `reads`, whose queries
+ * travel through the mailbox. The front never runs a database driver itself, and writes nothing.
  *
- * If the actor dies, requests in flight answer 503 and a new one is started on the same settings
- * (an in-memory PGlite database does not survive that: tests only).
+ * If the actor dies, requests in flight answer 503 with Retry-After and a new one is started on
+ * the same settings (an in-memory PGlite database does not survive that: tests only); requests
+ * that arrive before it is up wait for it (actor.ts), then answer 503 with Retry-After.
  */
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
 import type { BodySource, Incoming, Reply } from '../http/handler.js';
-import type { Route } from '../http/router.js';
 import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
-import type { Database, Queryable } from '../storage/database.js';
+import type { Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
 import type { Logger } from '../util/log.js';
 import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
 import { ActorPriority, type ActorPriorityMode } from './priority.js';
-import { spawnActor, type ActorHome, type ActorLink } from './transport.js';
+import { spawnActor, type ActorLink } from './transport.js';
 
 export interface ManagementOptions {
   config: Config;
   inMemory: boolean;
-  /** Where the actor runs: a process of its own (the default) or a worker thread. */
-  home: ActorHome;
   /** An actor process's scheduling once ready (priority.ts). */
   priority: ActorPriorityMode;
   evalCounts: EvalCounts;
@@ -44,6 +42,11 @@ export interface ManagementOptions {
   onUpdate(update: OrgUpdate): void;
 }
 
+/** The front's reads, run by the actor. */
+export interface FrontReads extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+}
+
 interface Pending {
   resolve(value: unknown): void;
   reject(err: unknown): void;
@@ -54,7 +57,7 @@ const toError = (e: ErrorData): VexilError =>
 
 export class ManagementActor {
   private link!: ActorLink;
-  /** The scheduling of the current actor's process (null: a thread, or not ready yet). */
+  /** The scheduling of the current actor's process (null: not ready yet). */
   private priority: ActorPriority | null = null;
   private readonly pending = new Map<number, Pending>();
   /** Piped replies whose pieces are still arriving (in the current actor's piece slots). */
@@ -95,7 +98,7 @@ export class ManagementActor {
   }
 
   private spawn(): void {
-    const link = spawnActor(this.opts.home);
+    const link = spawnActor();
     this.link = link;
     this.alive = true;
     this.ready = new Promise((resolve, reject) => {
@@ -116,8 +119,7 @@ export class ManagementActor {
       t: 'init',
       config: this.opts.config,
       inMemory: this.opts.inMemory,
-      evalCounts: link.home === 'thread' ? this.opts.evalCounts.buffer : null,
-      pieces: link.piecesInit,
+      piecesFd: link.piecesFd,
     };
     link.post(init);
   }
@@ -232,17 +234,17 @@ export class ManagementActor {
     }
   }
 
-  private call<T>(message: (id: number) => ToActor, transfer: ArrayBuffer[] = []): Promise<T> {
+  private call<T>(message: (id: number) => ToActor): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.link.post(message(id), transfer);
+      this.link.post(message(id));
     });
   }
 
   /** Runs an admitted management request in the actor; resolves with its answer, body as bytes. */
-  forward(route: Route, inc: Incoming, admission: Admission): Promise<Reply> {
-    // A copy the size of the body, whose memory moves to the actor (the front may reuse its own).
+  forward(route: { method: string; pattern: string }, inc: Incoming, admission: Admission): Promise<Reply> {
+    // A copy of its own: the front may reuse the memory the request's body was read into.
     const body = new Uint8Array(inc.body.byteLength);
     body.set(inc.body);
     const fields: RequestFields = {
@@ -255,7 +257,7 @@ export class ManagementActor {
       remoteAddress: inc.remoteAddress(),
       body,
     };
-    return this.call<Reply>((id) => ({ t: 'request', id, route: routeId(route.method, route.pattern), fields, admission }), [body.buffer]);
+    return this.call<Reply>((id) => ({ t: 'request', id, route: routeId(route.method, route.pattern), fields, admission }));
   }
 
   /**
@@ -278,23 +280,17 @@ export class ManagementActor {
     if (!this.closing && this.alive) this.link.post(m);
   }
 
-  /** The database as the front thread reads it: every query runs in the actor. */
-  readonly db: Database = (() => {
-    const query = <T>(text: string, params?: unknown[]): Promise<T[]> => this.call<T[]>((id) => ({ t: 'query', id, text, params, exec: false }));
-    const exec = async (script: string): Promise<void> => {
-      await this.call((id) => ({ t: 'query', id, text: script, params: undefined, exec: true }));
-    };
+  /** The database as the front reads it: every query runs in the actor. The front has no transactions: writes are the actor's. */
+  readonly reads: FrontReads = (() => {
     const self = this;
     return {
       get kind() {
         return self.kind;
       },
-      query,
-      exec,
-      transaction<T>(_fn: (tx: Queryable) => Promise<T>): Promise<T> {
-        return Promise.reject(new VexilError('INTERNAL', 'Writes run in the management actor, not on the front thread'));
+      query: <T>(text: string, params?: unknown[]): Promise<T[]> => this.call<T[]>((id) => ({ t: 'query', id, text, params, exec: false })),
+      exec: async (script: string): Promise<void> => {
+        await this.call((id) => ({ t: 'query', id, text: script, params: undefined, exec: true }));
       },
-      close: async () => {},
     };
   })();
 

@@ -21,20 +21,15 @@ import { IDEMPOTENCY_TTL, IdempotencyRace, idempotencyContext, type IdempotencyC
 import { findKeyByHash } from '../features/keys/store.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import { asVexilError, errorReply } from '../http/problem.js';
-import type { Route } from '../http/router.js';
-import type { Runtime } from '../runtime.js';
+import type { ActorRuntime } from '../runtime.js';
+import { IDEMPOTENCY_HEADER } from './boundary.js';
 import type { Admission } from './mailbox.js';
 
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const VALID = /^[\x21-\x7e]{1,255}$/;
 /** How long a repeat waits for the first request's answer to be recorded before it answers 409. */
 const IN_PROGRESS_WAIT_MS = 2000;
 /** Expired records are deleted at most this often (per actor). */
 const CLEANUP_EVERY_MS = 10 * 60_000;
-
-/** The routes whose requests may carry Idempotency-Key: the REST writes. */
-export const isIdempotentWrite = (r: Pick<Route, 'method' | 'pattern'>): boolean =>
-  ['post', 'put', 'patch', 'del'].includes(r.method) && r.pattern.startsWith('/api/');
 
 interface RecordRow {
   fingerprint: string;
@@ -50,7 +45,7 @@ let lastCleanup = 0;
 
 const conflict = (detail: string): Reply => errorReply(new VexilError('CONFLICT', detail));
 
-export async function withIdempotency(rt: Runtime, inc: Incoming, admission: Admission, run: () => Promise<Reply>): Promise<Reply> {
+export async function withIdempotency(rt: ActorRuntime, inc: Incoming, admission: Admission, run: () => Promise<Reply>): Promise<Reply> {
   const key = inc.headers[IDEMPOTENCY_HEADER] ?? '';
   if (key === '') return run();
   if (!VALID.test(key)) {
@@ -82,7 +77,7 @@ export async function withIdempotency(rt: Runtime, inc: Incoming, admission: Adm
 }
 
 /** The recorded answer for (scope, key), or null when there is none (a fresh start). */
-async function answerFromRecord(rt: Runtime, scope: string, key: string, fingerprint: string, mustExist: boolean): Promise<Reply | null> {
+async function answerFromRecord(rt: ActorRuntime, scope: string, key: string, fingerprint: string, mustExist: boolean): Promise<Reply | null> {
   const until = Date.now() + IN_PROGRESS_WAIT_MS;
   for (;;) {
     const rows = await rt.db.query<RecordRow>(
@@ -120,7 +115,7 @@ async function answerFromRecord(rt: Runtime, scope: string, key: string, fingerp
 }
 
 /** The id of the key whose value `reply` carries, or null when it carries none. */
-async function carriedKeyId(rt: Runtime, reply: Reply): Promise<string | null> {
+async function carriedKeyId(rt: ActorRuntime, reply: Reply): Promise<string | null> {
   const body = reply.body as Record<string, unknown> | null | undefined;
   if (body === null || typeof body !== 'object') return null;
   const value = typeof body.key === 'string' ? body.key : typeof body.adminKey === 'string' ? body.adminKey : null;
@@ -129,7 +124,7 @@ async function carriedKeyId(rt: Runtime, reply: Reply): Promise<string | null> {
   return (await findKeyByHash(rt.db, hashKey(value)))?.id ?? 'unknown';
 }
 
-async function record(rt: Runtime, claim: IdempotencyClaim, reply: Reply): Promise<void> {
+async function record(rt: ActorRuntime, claim: IdempotencyClaim, reply: Reply): Promise<void> {
   try {
     const keyId = await carriedKeyId(rt, reply);
     const body =
@@ -149,7 +144,7 @@ async function record(rt: Runtime, claim: IdempotencyClaim, reply: Reply): Promi
   }
 }
 
-function cleanup(rt: Runtime): void {
+function cleanup(rt: ActorRuntime): void {
   const now = Date.now();
   if (now - lastCleanup < CLEANUP_EVERY_MS) return;
   lastCleanup = now;

@@ -1,7 +1,7 @@
 /**
- * The management actor's mailbox: every message that crosses between the front thread and the
- * management actor (workers/management.ts, in a process or a thread of its own: transport.ts), in
- * one place.
+ * The management actor's mailbox: every message that crosses between the front and the
+ * management actor (workers/management.ts, a process of its own: transport.ts), in one place. Which
+ * requests cross, and what the front checks first, is the admission table's (boundary.ts).
  *
  * The management actor owns the node's database connection and runs every management request
  * (REST flag, key, audit and operator routes; GraphQL documents that are not evaluation-only):
@@ -10,10 +10,11 @@
  *
  *   front ──init──────────────▶ actor    open the database, migrate, bootstrap
  *   front ◀─ready───────────── actor    (the generated bootstrap key, once)
- *   front ──request──────────▶ actor    a management request: its fields, body and admission
+ *   front ◀─failed──────────── actor    the start failed (a restarted actor tries again)
+ *   front ──request──────────▶ actor    a management request: its route id, fields, body and admission
  *   front ◀─event───────────── actor    a cluster event the request's write published (change, key)
- *   front ◀─reply───────────── actor    status, headers and the serialised body (transferred)
- *   front ◀─counts──────────── actor    (a process) evaluations the request ran, before its reply
+ *   front ◀─counts──────────── actor    evaluations the request ran, before its reply
+ *   front ◀─reply───────────── actor    status, headers and the serialised body
  *   front ◀─piece───────────── actor    or, for a larger body than PIPE_MIN_BYTES, its pieces (each in
  *   front ──more─────────────▶ actor    a piece slot, outside the message: transport.ts), at most
  *   front ──cancel───────────▶ actor    PIECE_WINDOW ahead of the client: `more` frees a slot and asks
@@ -66,17 +67,9 @@ export interface InitMessage {
   t: 'init';
   config: Config;
   inMemory: boolean;
-  /**
-   * The node's evaluation counters (a management document may evaluate); null for an actor in a
-   * process of its own, which sends its counts in `counts` messages instead.
-   */
-  evalCounts: SharedArrayBuffer | null;
-  /** Where the PIECE_SLOTS slots of PIECE_BYTES for piped answers are (transport.ts), for the actor's life. */
-  pieces: PiecesInit;
+  /** The actor's file descriptor of the file that holds the PIECE_SLOTS slots of PIECE_BYTES for piped answers (transport.ts). */
+  piecesFd: number;
 }
-
-/** The piece slots: shared memory with an actor in a thread, a file descriptor the front gave an actor in a process. */
-export type PiecesInit = { shared: SharedArrayBuffer } | { fd: number };
 
 export type ToActor =
   | InitMessage
@@ -106,7 +99,7 @@ export type FromActor =
   | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | null; piped?: number }
   /** The next `length` bytes of reply `id`, in piece slot `slot` (transport.ts). */
   | { t: 'piece'; id: number; slot: number; length: number; last: boolean }
-  /** Evaluations a request ran in an actor without shared counters, by reason (sent before its reply). */
+  /** Evaluations a request ran, by reason (sent before its reply). */
   | { t: 'counts'; counts: [ReasonCode, number][] }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
@@ -135,5 +128,5 @@ export const PIECE_SLOTS = 16;
 /** Pieces of one answer sent ahead of its client. */
 export const PIECE_WINDOW = 4;
 
-/** A management route's name in both threads' route tables. */
+/** A management route's name on both sides: the front's admission table, the actor's handlers. */
 export const routeId = (method: string, pattern: string): string => `${method} ${pattern}`;

@@ -1,44 +1,35 @@
 /**
  * How the management actor's mailbox (mailbox.ts) travels: the two ends of the channel between the
- * front thread and the actor, in one of two homes (`VEXIL_MANAGEMENT_ACTOR`):
+ * front and the actor, a child process (`child_process.fork`, V8 serialisation over its IPC pipe).
+ * Its threads, V8's garbage collection helpers included, are its own and all run at a lower
+ * priority (nice 10, then SCHED_IDLE: priority.ts); it shares no memory map and no helper with the
+ * front, so nothing the front waits for runs at the actor's priority (docs/cluster.md). It ends
+ * itself when the front's process goes away.
  *
- * - `process` (the default): a child process (`child_process.fork`, V8 serialisation over its IPC
- *   pipe). Its threads, V8's garbage collection helpers included, are its own and all run at a
- *   lower priority (nice 10, then SCHED_IDLE: priority.ts); it shares no memory map and no helper
- *   with the front, so nothing the front waits for runs at the actor's priority (docs/cluster.md).
- *   It ends itself when the front's process goes away.
- * - `thread`: a worker thread of the front's process; evaluation counts then cross through shared
- *   cells (in a process they travel in `counts` messages).
- *
- * Either way the pieces of large answers cross through PIECE_SLOTS slots of PIECE_BYTES (mailbox.ts)
- * outside the messages, so that the front receives no new buffer per piece: a thread shares a
- * SharedArrayBuffer with the front; a process writes into a file the front opened, unlinked and
- * handed to it as a file descriptor (in /dev/shm where there is one, so in memory), and the front
- * reads each piece into its own slot buffer, made once (25 µs per 256 KiB piece, measured here).
- * Carried inside IPC messages instead, each piece cost the front three copies and three new
- * buffers (pipe reads, their concatenation, V8 deserialisation).
+ * The pieces of large answers cross through PIECE_SLOTS slots of PIECE_BYTES (mailbox.ts) outside
+ * the messages, so that the front receives no new buffer per piece: the actor writes into a file
+ * the front opened, unlinked and handed to it as a file descriptor (in /dev/shm where there is
+ * one, so in memory), and the front reads each piece into its own slot buffer, made once (25 µs
+ * per 256 KiB piece, measured here). Carried inside IPC messages instead, each piece cost the front
+ * three copies and three new buffers (pipe reads, their concatenation, V8 deserialisation).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { closeSync, ftruncateSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parentPort, Worker, type MessagePort } from 'node:worker_threads';
 import { projectPath } from '../util/paths.js';
 import { yieldHelperThreads } from '../util/thread-priority.js';
-import { PIECE_BYTES, PIECE_SLOTS, type FromActor, type PiecesInit, type ToActor } from './mailbox.js';
-
-export type ActorHome = 'process' | 'thread';
+import { PIECE_BYTES, PIECE_SLOTS, type FromActor, type ToActor } from './mailbox.js';
 
 /** The front's end: posts to the actor, hears from it and from its end. */
 export interface ActorLink {
-  readonly home: ActorHome;
-  /** The actor's process id (a process of its own), else null. */
+  /** The actor's process id (null only if the fork failed to start it). */
   readonly pid: number | null;
-  /** What the actor's `init` message carries for it to reach the piece slots. */
-  readonly piecesInit: PiecesInit;
+  /** The actor's file descriptor of the pieces file (its `init` message carries it). */
+  readonly piecesFd: number;
   /** The first `length` bytes of a piece slot, valid until the slot is given back to the actor. */
   piece(slot: number, length: number): Uint8Array;
-  post(m: ToActor, transfer?: ArrayBuffer[]): void;
+  post(m: ToActor): void;
   onMessage(fn: (m: FromActor) => void): void;
   offMessage(fn: (m: FromActor) => void): void;
   /** Once, when the actor has ended (code null: ended by a signal). */
@@ -50,13 +41,13 @@ export interface ActorLink {
 
 /** The actor's end. */
 export interface ActorPort {
-  post(m: FromActor, transfer?: ArrayBuffer[]): void;
+  post(m: FromActor): void;
   onMessage(fn: (m: ToActor) => void): void;
-  /** Once, when the front is gone without a `close` (a process whose parent died): the actor closes. */
+  /** Once, when the front is gone without a `close` (its process died): the actor closes. */
   onLost(fn: () => void): void;
 }
 
-/** Nice value of every thread of the actor (Linux: per thread): the front wins a shared core. */
+/** Nice value of every thread of the actor's process (Linux: per thread): the front wins a shared core. */
 export const ACTOR_NICE = 10;
 
 /** How long an actor whose front is gone gets to close its database before it exits anyway. */
@@ -64,9 +55,9 @@ const LOST_EXIT_MS = 5000;
 
 const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.js');
 
-/** Starts an actor (workers/management.js) in `home`. */
-export function spawnActor(home: ActorHome): ActorLink {
-  return home === 'thread' ? threadLink(new Worker(ACTOR_FILE())) : processLink();
+/** Starts an actor (workers/management.js) in a process of its own. */
+export function spawnActor(): ActorLink {
+  return processLink();
 }
 
 /** The actor process's file descriptor for the pieces file (its stdio index). */
@@ -117,22 +108,6 @@ export function actorExecArgv(argv: readonly string[]): string[] {
   return out;
 }
 
-function threadLink(worker: Worker): ActorLink {
-  const shared = new SharedArrayBuffer(PIECES_SIZE);
-  return {
-    home: 'thread',
-    pid: null,
-    piecesInit: { shared },
-    piece: (slot, length) => new Uint8Array(shared, slot * PIECE_BYTES, length),
-    post: (m, transfer = []) => worker.postMessage(m, transfer),
-    onMessage: (fn) => void worker.on('message', fn),
-    offMessage: (fn) => void worker.off('message', fn),
-    onExit: (fn) => void worker.once('exit', fn),
-    onError: (fn) => void worker.on('error', fn),
-    kill: () => void worker.terminate(),
-  };
-}
-
 function processLink(): ActorLink {
   const fd = openPiecesFile();
   let child: ChildProcess;
@@ -153,9 +128,8 @@ function processLink(): ActorLink {
   // The front's copy of the slots: a piece is read into its slot and written to the client from there.
   const slots = Buffer.allocUnsafeSlow(PIECES_SIZE);
   return {
-    home: 'process',
     pid: child.pid ?? null,
-    piecesInit: { fd: PIECES_FD },
+    piecesFd: PIECES_FD,
     piece: (slot, length) => {
       // Its descriptor is closed (and its number may be another file's by now): nothing to read.
       if (!open) throw new Error('The management actor stopped');
@@ -163,7 +137,6 @@ function processLink(): ActorLink {
       readFully(fd, slots, at, length);
       return slots.subarray(at, at + length);
     },
-    // Transfer lists mean nothing across processes: the bytes are copied into the message.
     post: (m) => {
       if (connected) child.send(m);
     },
@@ -175,16 +148,9 @@ function processLink(): ActorLink {
   };
 }
 
-/**
- * The actor's end, from inside workers/management.js, and its priority: in a thread, its own
- * thread at ACTOR_NICE; in a process, every thread of the process.
- */
+/** The actor's end, from inside workers/management.js, and its priority: every thread of its process at ACTOR_NICE. */
 export function actorPort(): ActorPort {
-  if (parentPort !== null) {
-    lowerOwnThread();
-    return threadPort(parentPort);
-  }
-  if (process.send === undefined) throw new Error('workers/management.js runs as a worker thread or a forked process');
+  if (process.send === undefined) throw new Error('workers/management.js runs as a process forked by the node (management/transport.ts)');
   lowerOwnThread();
   yieldHelperThreads(ACTOR_NICE);
   const send = process.send.bind(process);
@@ -205,22 +171,8 @@ export function actorPort(): ActorPort {
   };
 }
 
-function threadPort(port: MessagePort): ActorPort {
-  return {
-    post: (m, transfer = []) => port.postMessage(m, transfer),
-    onMessage: (fn) => void port.on('message', fn),
-    // A thread ends with its process.
-    onLost: () => {},
-  };
-}
-
-/** The actor's writer into the piece slots its `init` names. */
-export function pieceWriter(init: PiecesInit): (slot: number, bytes: Uint8Array) => void {
-  if ('shared' in init) {
-    const slots = new Uint8Array(init.shared);
-    return (slot, bytes) => slots.set(bytes, slot * PIECE_BYTES);
-  }
-  const fd = init.fd;
+/** The actor's writer into the piece slots of the pieces file (`fd`, from its `init`). */
+export function pieceWriter(fd: number): (slot: number, bytes: Uint8Array) => void {
   return (slot, bytes) => {
     for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done, slot * PIECE_BYTES + done);
   };

@@ -5,7 +5,7 @@
  */
 import { authenticateKeyId, type AddressSource, type Authenticated } from '../auth/authenticate.js';
 import { requireEvaluator, type Principal } from '../auth/permissions.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime } from '../runtime.js';
 import { issueStreamToken, readStreamToken, tokenExpiry, verifyStreamToken } from './stream-token.js';
 
 /** The SSE endpoint, advertised in bulk answers' `eventStreams` (docs/ofrep.md, 'The event stream'). */
@@ -18,7 +18,7 @@ const tokens = new WeakMap<Principal, { expiry: number; token: string }>();
  * stored hash `keyHash` gives). Absolute: VEXIL_PUBLIC_URL, else http://<Host>; without either, the
  * OFREP `endpoint` form, which the provider resolves against its own base URL.
  */
-export function eventStreams(rt: Runtime, auth: Authenticated, keyHash: () => string, host: string): OfrepEventStream[] {
+export function eventStreams(rt: FrontRuntime, auth: Authenticated, keyHash: () => string, host: string): OfrepEventStream[] {
   const p = auth.principal;
   const now = rt.now();
   let t = tokens.get(p);
@@ -53,7 +53,7 @@ const evalBucket = () => 'eval' as const;
  * and the rate limit (429, one evaluation token); then CanEvaluate with an application scope (403).
  * One key lookup per connection (none when the key is cached), nothing per event.
  */
-export async function authorizeStream(rt: Runtime, token: string | undefined, source: AddressSource = null): Promise<StreamGrant> {
+export async function authorizeStream(rt: FrontRuntime, token: string | undefined, source: AddressSource = null): Promise<StreamGrant> {
   const claims = token === undefined ? null : readStreamToken(token);
   const credential = claims === null ? null : { keyId: claims.keyId, verify: (storedHash: string) => verifyStreamToken(token!, storedHash, rt.now()) };
   const { principal: p, keyHash } = await authenticateKeyId(rt, credential, evalBucket, source, BAD_TOKEN);

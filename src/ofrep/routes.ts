@@ -17,7 +17,7 @@ import { queryParam } from '../http/query.js';
 import { CorsPolicy } from '../http/cors.js';
 import { withRetryAfter } from '../http/problem.js';
 import type { Route } from '../http/router.js';
-import type { Runtime } from '../runtime.js';
+import type { FrontRuntime } from '../runtime.js';
 import { OfrepStreams } from './streams.js';
 import { KEY_HEADERS, requestKey } from '../auth/request-key.js';
 import { tooManyStreams } from '../auth/key-streams.js';
@@ -59,7 +59,7 @@ export function ofrepError(err: VexilError): Reply {
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const singleReply = (json: string): Reply => ({ status: 200, raw: json, headers: JSON_HEADERS });
 
-export function ofrepRoutes(rt: Runtime): Route[] {
+export function ofrepRoutes(rt: FrontRuntime): Route[] {
   const single = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const flagKey = inc.params[0];
     const out = evaluateOne(rt, auth, flagKey, readRequest(inc, flagKey, rt.config.contextLimits));

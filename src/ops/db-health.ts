@@ -4,7 +4,7 @@
  * answer older than `ttlMs` waits for the fresh one, so a cut database shows within about
  * `ttlMs + timeoutMs` however often the load balancer asks.
  */
-import type { Database } from '../storage/database.js';
+import type { Queryable } from '../storage/database.js';
 
 export class DbHealth {
   private checkedAt = -Infinity;
@@ -12,7 +12,7 @@ export class DbHealth {
   private pending: Promise<boolean> | null = null;
 
   constructor(
-    private readonly db: Database,
+    private readonly db: Queryable,
     private readonly ttlMs = 1000,
     private readonly timeoutMs = 1000,
     private readonly now: () => number = performance.now.bind(performance),

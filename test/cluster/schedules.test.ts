@@ -63,7 +63,7 @@ t.test('two nodes racing: every schedule due at one moment is applied exactly on
     }
   }
   // Exactly once in the database too: one applied row each, and the organization's version moved once per change.
-  const rows = await a.node.runtime.db.query<{ status: string; n: number }>(`select status, count(*)::int as n from schedules group by status`);
+  const rows = await a.node.db.query<{ status: string; n: number }>(`select status, count(*)::int as n from schedules group by status`);
   t.same(rows, [{ status: 'applied', n: 7 }], 'seven schedules, each applied once');
   const said = (msg: string) => lines.filter((l) => JSON.parse(l).msg === msg).length;
   t.equal(said('schedule applied'), 7, 'the two nodes applied seven changes between them');

@@ -173,7 +173,7 @@ export function checkObservation(t: Test, o: Awaited<ReturnType<typeof observe>>
 
 /** The stored rows of every table, in a stable order. */
 export async function dumpTables(n: TestNode) {
-  const db = n.node.runtime.db;
+  const db = n.node.db;
   return {
     organizations: await db.query('select * from organizations order by id'),
     keys: await db.query('select * from management_keys order by id'),

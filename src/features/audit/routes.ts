@@ -1,17 +1,16 @@
 /** REST `GET /api/audit?target=&type=&limit=&before=` (docs/api.md#audit-log): a bare JSON array, newest first.
  * Run by the management actor (src/management/). */
-import { admitKey, admittedKey } from '../../auth/admission.js';
+import { admittedKey } from '../../auth/admitted.js';
 import { queryObject } from '../../http/query.js';
-import type { Route } from '../../http/router.js';
-import type { Runtime } from '../../runtime.js';
+import type { ManagementHandler } from '../../management/boundary.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { auditLog } from './service.js';
 
-export function auditRoutes(rt: Runtime): Route[] {
+export function auditRoutes(rt: ActorRuntime): ManagementHandler[] {
   return [
     {
       method: 'get',
       pattern: '/api/audit',
-      management: { admit: admitKey(rt) },
       handler: async (inc) => ({ status: 200, body: await auditLog(rt, admittedKey(rt, inc), queryObject(inc.query)) }),
     },
   ];

@@ -8,11 +8,11 @@ import type { Authenticated } from '../../auth/authenticate.js';
 import { has, requirePermission } from '../../auth/permissions.js';
 import type { AuditEvent } from '../../domain/types.js';
 import { parseAuditQuery } from '../../domain/validation.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { listEvents } from './store.js';
 
 /** `raw`: `{target?, type?, limit?, before?}`, as text (query string) or typed (GraphQL). Newest first. */
-export function auditLog(rt: Runtime, auth: Authenticated, raw: unknown): Promise<AuditEvent[]> {
+export function auditLog(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<AuditEvent[]> {
   const p = auth.principal;
   requirePermission(p, 'CanRead');
   const query = parseAuditQuery(raw);

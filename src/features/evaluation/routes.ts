@@ -9,7 +9,7 @@ import { errorReply } from '../../http/problem.js';
 import type { Evaluation } from '../../domain/types.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
-import type { Runtime } from '../../runtime.js';
+import type { FrontRuntime } from '../../runtime.js';
 import { evaluate } from './service.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
@@ -21,7 +21,7 @@ const reply = (ev: Evaluation, explain: boolean): Reply => ({
   small: true,
 });
 
-export function evaluationRoutes(rt: Runtime): Route[] {
+export function evaluationRoutes(rt: FrontRuntime): Route[] {
   const answer = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const explain = booleanParam(inc.query, 'explain');
     const input = parseEvaluationBody(jsonObjectBody(inc), rt.config.contextLimits);

@@ -10,7 +10,7 @@ import type { Authenticated } from '../../auth/authenticate.js';
 import { requirePermission } from '../../auth/permissions.js';
 import type { Incoming, Reply } from '../../http/handler.js';
 import { queryObject } from '../../http/query.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { AnswerTooLargeError, boundedJson } from '../../util/bounded-json.js';
 import { LargeListCache, listCacheKey } from './list-cache.js';
 import { listFlagPage } from './service.js';
@@ -20,9 +20,6 @@ export const FLAGS_PATH = '/api/flags';
 /** A Host header fit to build a URL on: a host name or address and an optional port. */
 const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
-/** The route captures this request header (Route.headers). */
-export const LIST_HEADERS = ['host'];
-
 /**
  * Lists over this size are kept for a repeat at the same version (list-cache.ts). It is far above
  * the size from which the management actor sends an answer in pieces through shared memory
@@ -31,7 +28,7 @@ export const LIST_HEADERS = ['host'];
 const CACHE_MIN_BYTES = 1 << 20;
 const largeLists = new LargeListCache(CACHE_MIN_BYTES);
 
-export function listFlagsReply(rt: Runtime, auth: Authenticated, inc: Incoming): Reply {
+export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incoming): Reply {
   // 403 before any 400, a repeated parameter included (the service checks it again).
   requirePermission(auth.principal, 'CanRead');
   const host = inc.headers.host ?? '';
@@ -58,7 +55,7 @@ export function listFlagsReply(rt: Runtime, auth: Authenticated, inc: Incoming):
 }
 
 /** The request's parameters, in their order, with `after` set to `last`. */
-export function nextPageUrl(rt: Runtime, host: string, params: Record<string, string>, last: string): string {
+export function nextPageUrl(rt: ActorRuntime, host: string, params: Record<string, string>, last: string): string {
   const next = new URLSearchParams({ ...params, after: last });
   const base = rt.config.publicUrl ?? (HOST_RE.test(host) ? `http://${host}` : '');
   return `${base}${FLAGS_PATH}?${next.toString()}`;

@@ -1,20 +1,17 @@
 /** REST flag management (docs/api.md#flags); run by the management actor (src/management/). */
-import { admitKey, admittedKey } from '../../auth/admission.js';
+import { admittedKey } from '../../auth/admitted.js';
 import { jsonObjectBody } from '../../http/exchange.js';
-import type { Route } from '../../http/router.js';
-import type { Runtime } from '../../runtime.js';
+import type { ManagementHandler } from '../../management/boundary.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { namedResourceRoutes } from '../resource-routes.js';
-import { LIST_HEADERS, listFlagsReply } from './list-route.js';
+import { listFlagsReply } from './list-route.js';
 import * as flags from './service.js';
 
-export function flagRoutes(rt: Runtime): Route[] {
-  const management = { admit: admitKey(rt) };
+export function flagRoutes(rt: ActorRuntime): ManagementHandler[] {
   return [
     {
       method: 'get',
       pattern: '/api/flags',
-      headers: LIST_HEADERS,
-      management,
       handler: (inc) => listFlagsReply(rt, admittedKey(rt, inc), inc),
     },
     ...namedResourceRoutes(rt, '/api/flags', {
@@ -26,7 +23,6 @@ export function flagRoutes(rt: Runtime): Route[] {
     {
       method: 'post',
       pattern: '/api/flags/:name/configs',
-      management,
       handler: async (inc) => ({ status: 200, body: await flags.upsertConfig(rt, admittedKey(rt, inc), inc.params[0], jsonObjectBody(inc)) }),
     },
   ];

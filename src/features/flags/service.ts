@@ -37,7 +37,7 @@ import {
   type UpsertFlagConfigInput,
 } from '../../domain/validation.js';
 import type { CompiledFlag } from '../../engine/index.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { flagIndexOf } from '../../snapshots/flag-index.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
@@ -192,7 +192,7 @@ async function checkDependencies(
 const normaliseDeps = (deps: { flag: string; variants?: string[] | null }[] | undefined): FlagDependency[] =>
   (deps ?? []).map((d) => ({ flag: d.flag, variants: d.variants ?? null }));
 
-export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown): Promise<Flag> {
+export async function createFlag(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
@@ -224,7 +224,7 @@ export async function createFlag(rt: Runtime, auth: Authenticated, raw: unknown)
   });
 }
 
-export async function updateFlag(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
+export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
@@ -265,10 +265,10 @@ export async function updateFlag(rt: Runtime, auth: Authenticated, name: string,
   });
 }
 
-export const setArchived = (rt: Runtime, auth: Authenticated, name: string, isArchived: boolean): Promise<Flag> =>
+export const setArchived = (rt: ActorRuntime, auth: Authenticated, name: string, isArchived: boolean): Promise<Flag> =>
   updateFlag(rt, auth, name, { isArchived });
 
-export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string): Promise<void> {
+export async function deleteFlag(rt: ActorRuntime, auth: Authenticated, name: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
@@ -282,7 +282,7 @@ export async function deleteFlag(rt: Runtime, auth: Authenticated, name: string)
   });
 }
 
-export async function updateFlagEnvironments(rt: Runtime, auth: Authenticated, name: string, rawEnvironments: unknown): Promise<Flag> {
+export async function updateFlagEnvironments(rt: ActorRuntime, auth: Authenticated, name: string, rawEnvironments: unknown): Promise<Flag> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
@@ -395,17 +395,17 @@ export async function checkConfigUpsert(tx: Queryable, p: Principal, org: Organi
 }
 
 /** Parses an upsert's body: every check that needs no stored state. */
-export function parseConfigUpsert(rt: Runtime, raw: unknown): UpsertFlagConfigInput {
+export function parseConfigUpsert(rt: ActorRuntime, raw: unknown): UpsertFlagConfigInput {
   const input = parseUpsertFlagConfig(raw, rt.config.tenancyLimits);
   checkStorableWindow(input);
   return input;
 }
 
-export const upsertConfig = (rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> =>
+export const upsertConfig = (rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<FlagConfig> =>
   upsertConfigAs(rt, auth.principal, name, raw);
 
 /** `upsertConfig` by a principal: a request's key, or a schedule's key read again when it is due. */
-export async function upsertConfigAs(rt: Runtime, p: Principal, name: string, raw: unknown, by?: ScheduledWrite): Promise<FlagConfig> {
+export async function upsertConfigAs(rt: ActorRuntime, p: Principal, name: string, raw: unknown, by?: ScheduledWrite): Promise<FlagConfig> {
   requirePermission(p, 'CanWrite');
   const input = parseConfigUpsert(rt, raw);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
@@ -428,11 +428,11 @@ export async function checkConfigToggle(tx: Queryable, p: Principal, name: strin
   return { flag, stage: canonical, before };
 }
 
-export const setConfigEnabled = (rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> =>
+export const setConfigEnabled = (rt: ActorRuntime, auth: Authenticated, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<FlagConfig> =>
   setConfigEnabledAs(rt, auth.principal, name, stage, clientId, enabled);
 
 /** `setConfigEnabled` by a principal (see `upsertConfigAs`). */
-export async function setConfigEnabledAs(rt: Runtime, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, by?: ScheduledWrite): Promise<FlagConfig> {
+export async function setConfigEnabledAs(rt: ActorRuntime, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, by?: ScheduledWrite): Promise<FlagConfig> {
   requirePermission(p, 'CanWrite');
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
@@ -442,7 +442,7 @@ export async function setConfigEnabledAs(rt: Runtime, p: Principal, name: string
   });
 }
 
-export async function deleteConfig(rt: Runtime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
+export async function deleteConfig(rt: ActorRuntime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {

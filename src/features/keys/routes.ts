@@ -1,17 +1,15 @@
 /** REST key management (docs/api.md#key-management); run by the management actor (src/management/). */
-import { admitKey, admittedKey } from '../../auth/admission.js';
+import { admittedKey } from '../../auth/admitted.js';
 import { jsonObjectBody } from '../../http/exchange.js';
-import type { Route } from '../../http/router.js';
-import type { Runtime } from '../../runtime.js';
+import type { ManagementHandler } from '../../management/boundary.js';
+import type { ActorRuntime } from '../../runtime.js';
 import * as keys from './service.js';
 
-export function keyRoutes(rt: Runtime): Route[] {
-  const management = { admit: admitKey(rt) };
+export function keyRoutes(rt: ActorRuntime): ManagementHandler[] {
   return [
     {
       method: 'post',
       pattern: '/api/keys',
-      management,
       handler: async (inc) => {
         // The 201 body is exactly {id, name, key, permissions, application, environment, disabled,
         // createdAt} (docs/api.md#key-management); a new key has no rotatedAt to report.
@@ -23,20 +21,17 @@ export function keyRoutes(rt: Runtime): Route[] {
     {
       method: 'get',
       pattern: '/api/keys',
-      management,
       handler: async (inc) => ({ status: 200, body: await keys.listKeys(rt, admittedKey(rt, inc)) }),
     },
     {
       // Registered before `/api/keys/:id` patterns; "self" is never a key id (ids are UUIDs).
       method: 'get',
       pattern: '/api/keys/self',
-      management,
       handler: async (inc) => ({ status: 200, body: await keys.selfKey(rt, admittedKey(rt, inc)) }),
     },
     {
       method: 'post',
       pattern: '/api/keys/:id/rotate',
-      management,
       handler: async (inc) => {
         const a = admittedKey(rt, inc);
         jsonObjectBody(inc, true);
@@ -47,7 +42,6 @@ export function keyRoutes(rt: Runtime): Route[] {
     {
       method: 'post',
       pattern: '/api/keys/:id/disable',
-      management,
       handler: async (inc) => {
         const a = admittedKey(rt, inc);
         jsonObjectBody(inc, true);
@@ -57,7 +51,6 @@ export function keyRoutes(rt: Runtime): Route[] {
     {
       method: 'del',
       pattern: '/api/keys/:id',
-      management,
       handler: async (inc) => {
         await keys.deleteKey(rt, admittedKey(rt, inc), inc.params[0]);
         return { status: 204 };

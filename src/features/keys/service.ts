@@ -13,7 +13,7 @@ import { badRequest, conflict, notFound, VexilError } from '../../domain/errors.
 import { findName } from '../../domain/name-matching.js';
 import type { KeyView, ManagementKey } from '../../domain/types.js';
 import { parseCreateKey, quotaError } from '../../domain/validation.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { keyChange } from '../audit/events.js';
 import { actorOf, writeOrgKeys, type Audited } from '../write.js';
@@ -28,9 +28,11 @@ export interface IssuedKey {
   record: KeyView;
 }
 
-/** Drops a changed key from this node's cache at once and tells the other nodes. */
-export function forgetKey(rt: Runtime, orgId: string, keyId: string): void {
-  rt.keys.invalidateKey(keyId);
+/**
+ * A changed key: every front's cache drops it, this node's first (the front applies the event
+ * before it writes the answer), then the other nodes'.
+ */
+export function forgetKey(rt: ActorRuntime, orgId: string, keyId: string): void {
   rt.bus.publish({ kind: 'key', orgId, keyId });
 }
 
@@ -38,19 +40,19 @@ export function forgetKey(rt: Runtime, orgId: string, keyId: string): void {
  * `GET /api/keys/self` and GraphQL `viewer`: the calling key's own record (never its value), for
  * any valid key whatever its permissions, so that a client can show only what the key may do.
  */
-export async function selfKey(rt: Runtime, auth: Authenticated): Promise<KeyView> {
+export async function selfKey(rt: ActorRuntime, auth: Authenticated): Promise<KeyView> {
   const key = await store.getKey(rt.db, auth.principal.orgId, auth.principal.keyId);
   // Deleted between authentication and this read: the key is no longer valid.
   if (key === null || key.disabled) throw new VexilError('UNAUTHENTICATED', 'Invalid management key');
   return keyView(key);
 }
 
-export function listKeys(rt: Runtime, auth: Authenticated): Promise<KeyView[]> {
+export function listKeys(rt: ActorRuntime, auth: Authenticated): Promise<KeyView[]> {
   requireAdmin(auth.principal);
   return store.listKeys(rt.db, auth.principal.orgId).then((keys) => keys.map(keyView));
 }
 
-export async function createKey(rt: Runtime, auth: Authenticated, raw: unknown): Promise<IssuedKey> {
+export async function createKey(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<IssuedKey> {
   requireAdmin(auth.principal);
   const input = parseCreateKey(raw);
   const limits = rt.config.tenancyLimits;
@@ -86,7 +88,7 @@ const KEY_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  * the old key state is dropped from the caches.
  */
 async function changeKey<T>(
-  rt: Runtime,
+  rt: ActorRuntime,
   auth: Authenticated,
   id: string,
   action: 'key.rotate' | 'key.disable' | 'key.delete',
@@ -105,7 +107,7 @@ async function changeKey<T>(
   return result;
 }
 
-export function rotateKey(rt: Runtime, auth: Authenticated, id: string): Promise<IssuedKey> {
+export function rotateKey(rt: ActorRuntime, auth: Authenticated, id: string): Promise<IssuedKey> {
   const value = generateKeyValue();
   return changeKey(rt, auth, id, 'key.rotate', async (tx) => {
     const key = keyView((await store.rotateKeyHash(tx, auth.principal.orgId, id, hashKey(value)))!);
@@ -125,7 +127,7 @@ async function keepAnAdmin(tx: Queryable, orgId: string, key: KeyView): Promise<
   }
 }
 
-export function disableKey(rt: Runtime, auth: Authenticated, id: string): Promise<KeyView> {
+export function disableKey(rt: ActorRuntime, auth: Authenticated, id: string): Promise<KeyView> {
   return changeKey(rt, auth, id, 'key.disable', async (tx, before) => {
     await keepAnAdmin(tx, auth.principal.orgId, before);
     const key = keyView((await store.disableKey(tx, auth.principal.orgId, id))!);
@@ -133,7 +135,7 @@ export function disableKey(rt: Runtime, auth: Authenticated, id: string): Promis
   });
 }
 
-export function deleteKey(rt: Runtime, auth: Authenticated, id: string): Promise<void> {
+export function deleteKey(rt: ActorRuntime, auth: Authenticated, id: string): Promise<void> {
   return changeKey(rt, auth, id, 'key.delete', async (tx, before) => {
     await keepAnAdmin(tx, auth.principal.orgId, before);
     await store.deleteKey(tx, auth.principal.orgId, id);

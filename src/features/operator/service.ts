@@ -2,7 +2,7 @@
 import { conflict, notFound } from '../../domain/errors.js';
 import type { Organization } from '../../domain/types.js';
 import { parseCreateOrganization, parsePatchOrganization } from '../../domain/validation.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import { getOrgByName, updateOrgSettings } from '../organizations/store.js';
 import { provisionOrganization } from '../organizations/provision.js';
 import { orgChange } from '../audit/events.js';
@@ -28,7 +28,7 @@ const view = (o: Organization): OrganizationView => ({
   applications: o.applications,
 });
 
-export async function createOrganization(rt: Runtime, raw: unknown): Promise<OrganizationView & { adminKey: string }> {
+export async function createOrganization(rt: ActorRuntime, raw: unknown): Promise<OrganizationView & { adminKey: string }> {
   const input = parseCreateOrganization(raw);
   // Recorded in the new organization's own log; the event holds the settings, not the admin key.
   return auditedTransaction(rt.db, OPERATOR, async (tx) => {
@@ -38,7 +38,7 @@ export async function createOrganization(rt: Runtime, raw: unknown): Promise<Org
   });
 }
 
-export async function patchOrganization(rt: Runtime, name: string, raw: unknown): Promise<OrganizationView> {
+export async function patchOrganization(rt: ActorRuntime, name: string, raw: unknown): Promise<OrganizationView> {
   const input = parsePatchOrganization(raw);
   const org = await getOrgByName(rt.db, name);
   if (org === null) throw notFound(`Organization '${name}' not found`);
@@ -57,7 +57,7 @@ export async function patchOrganization(rt: Runtime, name: string, raw: unknown)
  * values are lost). Recorded in that organization's log as `key.create` by `{operator: true}` (the
  * key record, never its value). The key counts against VEXIL_MAX_KEYS_PER_ORG like any other.
  */
-export async function issueAdminKey(rt: Runtime, name: string): Promise<{ adminKey: string }> {
+export async function issueAdminKey(rt: ActorRuntime, name: string): Promise<{ adminKey: string }> {
   const org = await getOrgByName(rt.db, name);
   if (org === null) throw notFound(`Organization '${name}' not found`);
   const limits = rt.config.tenancyLimits;

@@ -10,7 +10,7 @@ import { badRequest, conflict, notFound } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/name-matching.js';
 import type { KillSwitchRule, Organization } from '../../domain/types.js';
 import { parseKillSwitchRules, parseName, parseNameList } from '../../domain/validation.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import * as flagStore from '../flags/store.js';
 import * as keyStore from '../keys/store.js';
@@ -90,7 +90,7 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
  * changed are dropped from every node's key cache, so they act under the new name at once.
  */
 async function changeList(
-  rt: Runtime,
+  rt: ActorRuntime,
   auth: Authenticated,
   fn: (tx: Queryable, org: Organization, rescoped: string[]) => Promise<Audited<string[]>>,
 ): Promise<string[]> {
@@ -101,7 +101,7 @@ async function changeList(
   return result;
 }
 
-export async function replaceList(rt: Runtime, auth: Authenticated, list: OrgList, raw: unknown): Promise<string[]> {
+export async function replaceList(rt: ActorRuntime, auth: Authenticated, list: OrgList, raw: unknown): Promise<string[]> {
   requireOrgWriter(auth, `Changing ${list}`);
   const next = parseNameList(raw, list);
   return changeList(rt, auth, async (tx, org, rescoped) => {
@@ -125,7 +125,7 @@ const listChanged = (list: OrgList, before: Organization, after: Organization) =
   audit: orgChange(AUDIT_ACTION[list], after.name, { [list]: before[list] }, { [list]: after[list] }),
 });
 
-export async function renameInList(rt: Runtime, auth: Authenticated, list: OrgList, rawFrom: unknown, rawTo: unknown): Promise<string[]> {
+export async function renameInList(rt: ActorRuntime, auth: Authenticated, list: OrgList, rawFrom: unknown, rawTo: unknown): Promise<string[]> {
   requireOrgWriter(auth, `Renaming ${list}`);
   const fromName = parseName(rawFrom, 'from');
   const to = parseName(rawTo, 'to');
@@ -142,7 +142,7 @@ export async function renameInList(rt: Runtime, auth: Authenticated, list: OrgLi
   });
 }
 
-export async function replaceKillSwitch(rt: Runtime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
+export async function replaceKillSwitch(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
   requireOrgWriter(auth, 'Changing the kill switch');
   const rules = parseKillSwitchRules(raw);
   return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', async (tx, org) => {

@@ -19,9 +19,10 @@
  */
 import { principalOf } from '../../auth/permissions.js';
 import { isVexilError, VexilError } from '../../domain/errors.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import * as flags from '../flags/service.js';
 import * as store from './store.js';
+import { findKeyWithHash } from '../keys/store.js';
 
 /** The safety poll: at most this long between two looks at the soonest pending schedule. */
 export const SAFETY_POLL_MS = 30_000;
@@ -47,7 +48,7 @@ export class ScheduleRunner {
   /** The last round failed (the database unreachable): one warning per outage, not one per retry. */
   private failing = false;
 
-  constructor(private readonly rt: Runtime) {
+  constructor(private readonly rt: ActorRuntime) {
     this.poll = setInterval(() => this.run(), SAFETY_POLL_MS);
     this.poll.unref();
   }
@@ -123,7 +124,7 @@ export class ScheduleRunner {
   /** Applies one due schedule; false when it should be tried again (a passing failure). */
   private async apply(s: store.StoredSchedule): Promise<boolean> {
     try {
-      const found = await this.rt.keys.readById(s.keyId);
+      const found = await findKeyWithHash(this.rt.db, s.keyId);
       if (found === null || found.key.orgId !== s.orgId) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} no longer exists`);
       if (found.key.disabled) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} is disabled`);
       const p = principalOf(found.key);

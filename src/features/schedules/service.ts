@@ -12,7 +12,7 @@ import { requireEnvironment, requirePermission } from '../../auth/permissions.js
 import { conflict, notFound } from '../../domain/errors.js';
 import type { AuditChange, Flag, Schedule } from '../../domain/types.js';
 import { parseSchedule, quotaError } from '../../domain/validation.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import * as flags from '../flags/service.js';
 import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
@@ -23,12 +23,12 @@ function scheduleChange(action: 'schedule.create' | 'schedule.cancel', flag: Fla
 }
 
 /** A flag's schedules, soonest first (the flag as the key may read it: 404, 403). */
-export async function listSchedules(rt: Runtime, auth: Authenticated, name: string): Promise<Schedule[]> {
+export async function listSchedules(rt: ActorRuntime, auth: Authenticated, name: string): Promise<Schedule[]> {
   flags.getFlag(auth, name);
   return (await store.listSchedules(rt.db, auth.principal.orgId, name)).map(store.publicSchedule);
 }
 
-export async function createSchedule(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<Schedule> {
+export async function createSchedule(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Schedule> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   const limits = rt.config.tenancyLimits;
@@ -60,7 +60,7 @@ export async function createSchedule(rt: Runtime, auth: Authenticated, name: str
 }
 
 /** Cancels a pending schedule: 404 when the flag has no such schedule, 409 when it is not pending. */
-export async function cancelSchedule(rt: Runtime, auth: Authenticated, name: string, id: string): Promise<void> {
+export async function cancelSchedule(rt: ActorRuntime, auth: Authenticated, name: string, id: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {

@@ -18,7 +18,7 @@ import { findName, sameName } from '../../domain/name-matching.js';
 import type { Segment } from '../../domain/types.js';
 import { parseCreateSegment, parseUpdateSegment, quotaError } from '../../domain/validation.js';
 import type { CompiledSegment } from '../../engine/index.js';
-import type { Runtime } from '../../runtime.js';
+import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { segmentChange } from '../audit/events.js';
 import { actorOf, writeOrg } from '../write.js';
@@ -69,7 +69,7 @@ async function loadForWrite(tx: Queryable, p: Principal, name: string): Promise<
   return cur;
 }
 
-export async function createSegment(rt: Runtime, auth: Authenticated, raw: unknown): Promise<Segment> {
+export async function createSegment(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<Segment> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
@@ -94,7 +94,7 @@ export async function createSegment(rt: Runtime, auth: Authenticated, raw: unkno
   });
 }
 
-export async function updateSegment(rt: Runtime, auth: Authenticated, name: string, raw: unknown): Promise<Segment> {
+export async function updateSegment(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Segment> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
@@ -110,7 +110,7 @@ export async function updateSegment(rt: Runtime, auth: Authenticated, name: stri
   });
 }
 
-export async function deleteSegment(rt: Runtime, auth: Authenticated, name: string): Promise<void> {
+export async function deleteSegment(rt: ActorRuntime, auth: Authenticated, name: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');

@@ -239,7 +239,7 @@ async function scenario(t: T, n: TestNode): Promise<void> {
 
   // Through the API and straight from the table: neither a key value nor its hash.
   const apiText = JSON.stringify(all);
-  const rows = await n.node.runtime.db.query<{ row: string }>('select row_to_json(a)::text as row from audit_events a');
+  const rows = await n.node.db.query<{ row: string }>('select row_to_json(a)::text as row from audit_events a');
   const dbText = rows.map((r) => r.row).join('\n');
   t.ok(rows.length >= all.length, 'the table holds the events');
   for (const v of issued) {

@@ -42,7 +42,7 @@ async function seedVersion1(t: typeof import('tap').default, db: Database, admin
 
 async function checkUpgraded(t: typeof import('tap').default, opts: TestNodeOptions, adminKey: string): Promise<void> {
   const n = await startTestNode(t, { ...opts, adminKey });
-  const versions = await n.node.runtime.db.query<{ version: number }>('select version from schema_migrations order by version');
+  const versions = await n.node.db.query<{ version: number }>('select version from schema_migrations order by version');
   t.same(versions.map((v) => Number(v.version)).filter((v) => v <= 2), [1, 2], 'the node applied 002 at start');
 
   const flag = await n.req('GET', '/api/flags/legacy', { key: adminKey });

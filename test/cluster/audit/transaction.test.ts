@@ -60,7 +60,7 @@ create trigger vexil_test_refuse before insert on audit_events for each row exec
 
 async function scenario(t: typeof import('tap').default, n: TestNode): Promise<void> {
   const A = n.adminKey;
-  await n.node.runtime.db.exec(DOOM_AT_COMMIT + REFUSE_AUDIT);
+  await n.node.db.exec(DOOM_AT_COMMIT + REFUSE_AUDIT);
   const flag = (name: string) => ({ name, project: 'default', type: 'boolean', variants: boolVariants });
 
   // A control write passes both triggers and records its event.
@@ -84,7 +84,7 @@ async function scenario(t: typeof import('tap').default, n: TestNode): Promise<v
   expectProblem(t, await operatorRequest(n, 'POST', '/organizations', { name: 'doomed-org', environments: ['e'], applications: ['a'] }), 500, 'INTERNAL', 'organization creation failing at commit');
   const retry = await operatorRequest(n, 'POST', '/organizations', { name: 'doomed-org', environments: ['e'], applications: ['a'] });
   expectProblem(t, retry, 500, 'INTERNAL', 'no organization was left behind (a second try is not a 409)');
-  const orgEvents = await n.node.runtime.db.query<{ n: number }>(`select count(*)::int as n from audit_events where target_name = 'doomed-org'`);
+  const orgEvents = await n.node.db.query<{ n: number }>(`select count(*)::int as n from audit_events where target_name = 'doomed-org'`);
   t.equal(Number(orgEvents[0].n), 0, 'no event of the failed organization anywhere in the table');
 
   // The audit insert fails: the change is not stored either.

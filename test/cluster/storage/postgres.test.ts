@@ -24,8 +24,8 @@ async function fresh(t: { teardown(fn: () => unknown): void }): Promise<string> 
 t.test('migrations apply on a fresh database', { skip }, async (t) => {
   const url = await fresh(t);
   const n = await startTestNode(t, { databaseUrl: url, env });
-  t.equal(n.node.runtime.db.kind, 'postgres', 'the node runs on PostgreSQL, not PGlite');
-  const db = n.node.runtime.db;
+  t.equal(n.node.db.kind, 'postgres', 'the node runs on PostgreSQL, not PGlite');
+  const db = n.node.db;
   const applied = await db.query<{ version: number }>('select version from schema_migrations order by version');
   t.same(applied.map((r) => Number(r.version)), loadMigrations().map((m) => m.version), 'every migration recorded once');
   const tables = (await db.query<{ table_name: string }>(`select table_name from information_schema.tables where table_schema = 'public' order by table_name`)).map((r) => r.table_name);
@@ -35,7 +35,7 @@ t.test('migrations apply on a fresh database', { skip }, async (t) => {
   // A second start finds everything applied and applies nothing.
   await n.close();
   const again = await startTestNode(t, { databaseUrl: url, adminKey: n.adminKey, env });
-  t.same((await again.node.runtime.db.query('select version from schema_migrations')).length, applied.length, 'nothing applied twice');
+  t.same((await again.node.db.query('select version from schema_migrations')).length, applied.length, 'nothing applied twice');
 });
 
 t.test('flags, configurations and keys survive a restart on PostgreSQL', { skip }, async (t) => {
@@ -74,7 +74,7 @@ t.test('nodes started together on one database all come up; writes are shared', 
   const adminKey = randomKey();
   const nodes = await Promise.all([1, 2, 3].map(() => startTestNode(t, { databaseUrl: url, adminKey, env })));
   t.equal(nodes.length, 3, 'every node started (migration and bootstrap locks, no unique violations)');
-  const db = nodes[0].node.runtime.db;
+  const db = nodes[0].node.db;
   t.same((await db.query<{ version: number }>('select version from schema_migrations order by version')).map((r) => Number(r.version)), loadMigrations().map((m) => m.version), 'migrations recorded once');
   t.equal((await db.query('select id from organizations')).length, 1, 'one organization');
   t.equal((await db.query('select id from management_keys')).length, 1, 'one bootstrap key');

@@ -4,8 +4,7 @@
  * client gets exactly the bytes and the Content-Length of the whole answer, a slow reader gets it
  * all (the front waits for the socket between pieces), and a client that leaves mid-body leaves the
  * node answering, with every piece slot back (src/management/transport.ts). Every check runs on
- * each front with the actor in its own process (the default), and on the uWS front with the actor
- * in a thread.
+ * each front.
  */
 import t from 'tap';
 import { PIECE_BYTES, PIECE_SLOTS } from '../../../src/management/mailbox.js';
@@ -48,7 +47,6 @@ async function rawGet(n: TestNode, path: string, opts: { pauseMs?: number; leave
 const cases = [
   ...(native ? [{ front: 'uws', home: 'process' }] : []),
   { front: 'node', home: 'process' },
-  ...(native ? [{ front: 'uws', home: 'thread' }] : []),
 ];
 for (const { front, home } of cases) {
   t.test(`${front} front, actor in a ${home}`, async (t) => {
@@ -56,7 +54,6 @@ for (const { front, home } of cases) {
       env: {
         VEXIL_RATE_LIMIT_MGMT: '100000',
         VEXIL_MAX_VALUE_BYTES: '200000',
-        VEXIL_MANAGEMENT_ACTOR: home,
         ...(front === 'node' ? { VEXIL_HTTP_FRONT: 'node' } : {}),
       },
     });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { boolVariants } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
+import { actorsOf, alive, until } from '../../helpers/proc.js';
 
 const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
@@ -44,50 +45,11 @@ function threadsOf(pid: number): ThreadInfo[] {
   return out;
 }
 
-/** The child processes of `pid` (every thread's /proc children list). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      for (const c of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/)) if (c !== '') out.push(Number(c));
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
-
-const cmdline = (pid: number): string => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  } catch {
-    return '';
-  }
-};
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 /** The node's management actor process (the one child running workers/management.js). */
 function actorOf(t: Test, pid: number): number {
-  const actors = childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.js'));
+  const actors = actorsOf(pid);
   t.equal(actors.length, 1, 'one management actor process, a child of the node');
   return actors[0];
-}
-
-async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await what()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return what();
 }
 
 /** Whether this process (and so a node it starts) holds CAP_SYS_NICE (bit 23 of CapEff). */
@@ -186,30 +148,6 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
     t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'once the lift ends, the actor is back in SCHED_IDLE');
     t.same(threadsOf(actor).filter((x) => x.nice !== 10), [], 'at nice 10');
     spinner.kill('SIGKILL');
-    await node.kill('SIGTERM');
-  });
-
-  t.test('VEXIL_MANAGEMENT_ACTOR=thread: the actor a thread of the node, at nice 10', async (t) => {
-    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_ACTOR: 'thread' }) });
-    const pid = node.child.pid!;
-    t.same(childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.js')), [], 'no actor process');
-    const before = new Map(threadsOf(pid).map((x) => [x.tid, x.cpu]));
-    t.equal(threadsOf(pid).find((x) => x.tid === pid)?.nice, 0, 'the front thread at nice 0');
-    // Management writes run in the actor's thread (the database with them): the thread besides
-    // the front that spent the most CPU on a burst of them is the actor.
-    const writes = await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        createFlagRaw(node.url, `thread-${i}`),
-      ),
-    );
-    t.same([...new Set(writes)], [201], 'management writes answer through it');
-    const busiest = threadsOf(pid)
-      .filter((x) => x.tid !== pid)
-      .map((x) => ({ ...x, spent: x.cpu - (before.get(x.tid) ?? 0) }))
-      .sort((a, b) => b.spent - a.spent)[0];
-    t.ok(busiest.spent > 0, `a thread besides the front did the work (${busiest.spent} ticks)`);
-    t.equal(busiest.nice, 10, 'that thread, the actor, at nice 10');
-    t.equal((await listFlags(node.url)).status, 200, 'management reads answer through it');
     await node.kill('SIGTERM');
   });
 });

@@ -86,7 +86,7 @@ for (const front of ['uws', 'node'] as const) {
           rotated: `update management_keys set key_hash = '${randomBytes(32).toString('hex')}' where id = $1`,
           deleted: 'delete from management_keys where id = $1',
         }[change];
-        await n.node.runtime.db.query(sql, [keyIdOf(url)]);
+        await n.node.db.query(sql, [keyIdOf(url)]);
         t.ok(await within(s.ended, RECHECK_MS * 2 + 1500), `${change}: the stream ends within the re-check period`);
         const again = await openSse(url);
         t.equal(again.status, 401, `${change}: reconnecting gets 401`);

@@ -105,7 +105,7 @@ t.test('VEXIL_BOOTSTRAP_ADMIN_KEY: org default and an org-wide Admin key, idempo
   t.same([...keys.body[0].permissions].sort(), ['Admin', 'CanRead', 'CanWrite'], 'Admin, CanRead, CanWrite');
   t.match(keys.body[0], { application: null, environment: null, disabled: false, rotatedAt: null });
 
-  const orgs = await n.node.runtime.db.query<Record<string, unknown>>('select name, subscription_active, environments, applications from organizations');
+  const orgs = await n.node.db.query<Record<string, unknown>>('select name, subscription_active, environments, applications from organizations');
   t.same(orgs, [{ name: 'default', subscription_active: true, environments: ['development', 'production'], applications: ['default'] }], 'organization default as documented');
 
   // The same, seen over HTTP: a new flag gets both environments; `default` is the only application.
@@ -123,7 +123,7 @@ t.test('VEXIL_BOOTSTRAP_ADMIN_KEY: org default and an org-wide Admin key, idempo
   // Restart on the same data directory with the same setting: nothing new is created.
   const again = await startTestNode(t, { dataDir: dir, adminKey });
   t.equal(again.node.generatedAdminKey, null);
-  const db = again.node.runtime.db;
+  const db = again.node.db;
   t.same(await db.query('select name from organizations'), [{ name: 'default' }], 'still one organization');
   t.equal((await db.query('select id from management_keys')).length, 1, 'still one key');
   const keysAgain = await again.req('GET', '/api/keys', { key: adminKey });
@@ -137,7 +137,7 @@ t.test('VEXIL_BOOTSTRAP_ADMIN_KEY: org default and an org-wide Admin key, idempo
   const third = await startTestNode(t, { dataDir: dir, adminKey: other });
   expectProblem(t, await third.req('GET', '/api/keys', { key: other }), 401, 'UNAUTHENTICATED', 'a later, different bootstrap key');
   t.equal((await third.req('GET', '/api/keys', { key: adminKey })).status, 200, 'the original key still works');
-  t.equal((await third.node.runtime.db.query('select id from organizations')).length, 1);
+  t.equal((await third.node.db.query('select id from organizations')).length, 1);
 });
 
 t.test('without VEXIL_BOOTSTRAP_ADMIN_KEY the first start prints a fresh key once; restarts print none', async (t) => {

@@ -214,7 +214,7 @@ t.test('invalid create bodies are 400 and create nothing', async (t) => {
   expectProblem(t, await n.req('POST', '/api/keys', { key: n.adminKey }), 400, 'BAD_REQUEST', 'no body');
   expectProblem(t, await n.req('POST', '/api/keys', { key: n.adminKey, raw: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'BAD_REQUEST', 'broken JSON');
   t.same(await list(n), before, 'no key was created');
-  const rows = await n.node.runtime.db.query('select id from management_keys');
+  const rows = await n.node.db.query('select id from management_keys');
   t.equal(rows.length, 1, 'and none is in the database');
 });
 
@@ -230,13 +230,13 @@ t.test('keys without Admin, and scoped Admin keys, get 403 on every key endpoint
   // The API refuses to make a scoped Admin key (400 above); one stored by other means (an older
   // version, a manual fix) must still not manage keys (docs/api.md, "Keys": org-wide keys only).
   const scopedAdmin = randomKey();
-  const org = (await n.node.runtime.db.query<{ id: string }>(`select id from organizations where name = 'default'`))[0].id;
-  await n.node.runtime.db.query(
+  const org = (await n.node.db.query<{ id: string }>(`select id from organizations where name = 'default'`))[0].id;
+  await n.node.db.query(
     `insert into management_keys (id, org_id, name, key_hash, permissions, application, environment) values ($1, $2, 'scoped-admin', $3, $4::jsonb, 'default', null)`,
     ['scoped-admin-id', org, sha256(scopedAdmin), JSON.stringify(['Admin', 'CanRead', 'CanWrite'])],
   );
   const envAdmin = randomKey();
-  await n.node.runtime.db.query(
+  await n.node.db.query(
     `insert into management_keys (id, org_id, name, key_hash, permissions, application, environment) values ($1, $2, 'env-admin', $3, $4::jsonb, null, 'production')`,
     ['env-admin-id', org, sha256(envAdmin), JSON.stringify(['Admin'])],
   );
@@ -296,7 +296,7 @@ t.test('key values are stored only as SHA-256 hashes', async (t) => {
   const values = [n.adminKey, a.body.key, b.body.key, rotated.body.key, other.adminKey];
   t.equal(new Set(values).size, 5);
 
-  const db = n.node.runtime.db;
+  const db = n.node.db;
   const rows = await db.query<Record<string, unknown>>('select * from management_keys');
   t.equal(rows.length, 4, 'default admin, a, b, other admin');
   const dump = JSON.stringify(rows);

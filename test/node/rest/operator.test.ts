@@ -25,8 +25,8 @@ const env = { VEXIL_OPERATOR_TOKEN: OPERATOR_TOKEN, VEXIL_RATE_LIMIT_MGMT: '1000
 
 /** Organizations as stored, for read-back after refused calls. */
 const orgRows = (n: TestNode) =>
-  n.node.runtime.db.query('select name, subscription_active, environments, applications, version from organizations order by name');
-const keyCount = async (n: TestNode) => (await n.node.runtime.db.query('select id from management_keys')).length;
+  n.node.db.query('select name, subscription_active, environments, applications, version from organizations order by name');
+const keyCount = async (n: TestNode) => (await n.node.db.query('select id from management_keys')).length;
 
 t.test('without VEXIL_OPERATOR_TOKEN the operator API does not exist (404)', async (t) => {
   const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_MGMT: '100000' } });

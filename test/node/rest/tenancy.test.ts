@@ -55,7 +55,7 @@ async function org(): Promise<TestNode & { name: string }> {
 
 /** Everything an organization holds, for read-back after a refused write. */
 async function state(name: string): Promise<unknown> {
-  const db = node.node.runtime.db;
+  const db = node.node.db;
   const [o] = await db.query<{ id: string; version: number }>('select id, version from organizations where name = $1', [name]);
   const q = (sql: string) => db.query(sql, [o.id]);
   return {

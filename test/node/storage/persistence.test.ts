@@ -28,7 +28,7 @@ t.test('flags, configurations and keys survive a restart on the same data direct
   t.same(after.keys, before.keys, 'key records identical');
   t.same(after.evaluations, before.evaluations, 'every evaluation identical');
   await checkKeyStates(t, second, scenario);
-  t.equal((await second.node.runtime.db.query(`select id from organizations`)).length, 1, 'no second bootstrap');
+  t.equal((await second.node.db.query(`select id from organizations`)).length, 1, 'no second bootstrap');
 
   // Writes after the restart persist as well (the store is the same, not a read-only copy).
   t.equal((await second.req('PUT', '/api/flags/checkout', { key: scenario.adminKey, body: { description: 'after restart' } })).status, 200);

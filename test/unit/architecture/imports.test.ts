@@ -55,3 +55,28 @@ t.test('the front thread loads no database driver', async (t) => {
   const drivers = [...graph].filter((f) => /^src\/storage\/(pglite|postgres|migrate)\.ts$/.test(f) || f === 'src/management/actor.ts');
   t.same(drivers, [], 'node.ts reaches the database only through the management actor');
 });
+
+t.test('each side of the management boundary builds only what it runs (src/management/boundary.ts)', async (t) => {
+  const front = importGraph('src/node.ts');
+  t.ok(front.has('src/management/boundary.ts') && front.has('src/management/front-routes.ts'), 'the front admits from the admission table');
+  const handlers = [...front].filter(
+    (f) =>
+      /^src\/features\/(?!evaluation\/)[^/]+\/(service|routes|list-route|runner)\.ts$/.test(f) ||
+      /^src\/features\/(write|resource-routes|idempotency)\.ts$/.test(f) ||
+      /^src\/management\/(actor|handlers|idempotency)\.ts$/.test(f) ||
+      /^src\/graphql\/(resolvers|routes)\.ts$/.test(f),
+  );
+  t.same(handlers.filter((f) => f !== 'src/features/ui/routes.ts'), [], 'the front imports no management handler, service or write');
+  const actor = importGraph('workers/management.ts');
+  t.ok(actor.has('src/management/handlers.ts') && actor.has('src/management/boundary.ts'), 'the actor checks its handlers against the admission table');
+  const admission = [...actor].filter(
+    (f) =>
+      /^src\/auth\/(admission|admission-state|authenticate|key-cache|auth-failures)\.ts$/.test(f) ||
+      /^src\/ratelimit\//.test(f) ||
+      /^src\/(pool|cluster)\//.test(f) ||
+      /^src\/management\/(front-routes|handle|priority)\.ts$/.test(f) ||
+      /^src\/graphql\/admit\.ts$/.test(f) ||
+      /^src\/http\/(front|uws-front|node-front|uws)\.ts$/.test(f),
+  );
+  t.same(admission, [], 'the actor builds no admission state, front or pool');
+});
