@@ -17,14 +17,8 @@ import type { ManagementActor } from './handle.js';
 
 export function managementFrontRoutes(rt: FrontRuntime, actor: ManagementActor): Route[] {
   // One admission step per kind, shared by its routes (the GraphQL one keeps compiled documents).
-  const admits: Record<AdmissionNeed, () => Admit> = {
-    key: () => admitKey(rt),
-    operator: () => admitOperator(rt),
-    graphql: () => admitGraphQL(rt),
-  };
-  const made = new Map<AdmissionNeed, Admit>();
-  const admitFor = (need: AdmissionNeed): Admit => made.get(need) ?? made.set(need, admits[need]()).get(need)!;
-  return MANAGEMENT_ROUTES.map((r) => forwarded(r, admitFor(r.admit), actor, r.admit === 'graphql' ? graphqlOnError(rt) : undefined));
+  const admits: Record<AdmissionNeed, Admit> = { key: admitKey(rt), operator: admitOperator(rt), graphql: admitGraphQL(rt) };
+  return MANAGEMENT_ROUTES.map((r) => forwarded(r, admits[r.admit], actor, r.admit === 'graphql' ? graphqlOnError(rt) : undefined));
 }
 
 function forwarded(r: ManagementRoute, admit: Admit, actor: ManagementActor, onError: Route['onError']): Route {
