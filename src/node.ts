@@ -36,7 +36,7 @@ import { opsRoutes } from './ops/routes.js';
 import { openApiRoute } from './openapi/document.js';
 import type { Runtime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
-import { EvalPool } from './pool/eval-pool.js';
+import { EvalPool } from './evaluation/pool/eval-pool.js';
 import { createLogger, type Logger } from './util/log.js';
 
 const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;
