@@ -5,7 +5,7 @@
  */
 import type { Authenticated } from '../auth/authenticate.js';
 import { requireApplication, requireEnvironment, requireEvaluator, requirePermission } from '../auth/permissions.js';
-import { notFound } from '../domain/errors.js';
+import { badRequest, notFound } from '../domain/errors.js';
 import { findName } from '../domain/name-matching.js';
 import type { EvaluationRequest } from '../domain/types.js';
 import type { CompiledFlag } from '../engine/index.js';
@@ -47,11 +47,13 @@ export interface Scope {
 /**
  * Every flag of the key's application in one stage (OFREP bulk, the feed): the checks of one flag
  * that do not depend on the flag, in the same order: permission (403), environment scope (403),
- * stage an environment of the organization (404).
+ * stage an environment of the organization (404). A request that names no stage is refused after
+ * the permission with the transport's own error, `noStage` (the feed's 400).
  */
-export function checkScope(auth: Authenticated, stage: string): Scope {
+export function checkScope(auth: Authenticated, stage: string | null, noStage?: () => Error): Scope {
   const p = auth.principal;
   requireEvaluator(p);
+  if (stage === null) throw noStage === undefined ? badRequest('stage is required') : noStage();
   const resolved = resolveStage(auth, stage, true);
   return { application: findName(auth.snapshot.org.applications, p.application!) ?? p.application!, stage: resolved };
 }

@@ -13,7 +13,7 @@ import { authenticate, type Authenticated } from '../auth/authenticate.js';
 import { clientAddress } from '../auth/client-address.js';
 import { hashKey } from '../auth/key-material.js';
 import { tooManyStreams } from '../evaluation/key-streams.js';
-import { requireEvaluator, type Principal } from '../auth/permissions.js';
+import type { Principal } from '../auth/permissions.js';
 import { KEY_HEADERS, requestKey } from '../auth/request-key.js';
 import { badRequest } from '../domain/errors.js';
 import { parseFeedQuery } from '../domain/validation.js';
@@ -34,13 +34,10 @@ const evalBucket = (_p: Principal) => 'eval' as const;
 /** Which feed a request asks for: the key's application and the stage, both in the organization's spelling. */
 function feedScope(auth: Authenticated, inc: Incoming): Scope {
   const query = parseFeedQuery(queryObject(inc.query));
-  const p = auth.principal;
-  // Permission first, as for every evaluation (a 403 before this request's own 400).
-  requireEvaluator(p);
-  const requested = query.stage ?? p.environment;
-  if (requested === null) throw badRequest("stage is required: give ?stage=, or use a key with an environment scope");
-  return checkScope(auth, requested);
+  return checkScope(auth, query.stage ?? auth.principal.environment, noStage);
 }
+
+const noStage = () => badRequest('stage is required: give ?stage=, or use a key with an environment scope');
 
 export function feedRoutes(rt: Runtime): Route[] {
   const streams = new FeedStreams(rt.snapshots, rt.keys, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });

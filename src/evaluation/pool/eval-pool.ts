@@ -136,6 +136,9 @@ export class EvalPool {
 
   /** Whether a request with `evaluations` evaluations should go to the workers (handoff.ts). */
   wants(transport: Transport, evaluations: number): boolean {
+    // OFREP bulk was always answered on the front thread: it goes to the workers only when it fits
+    // in the queue, so that placing it never answers 503 where the front thread answered.
+    if (transport === 'bulk' && this.queued + evaluations > this.queueMax) return false;
     return this.policy.handOff(transport, evaluations, this.queued);
   }
 
