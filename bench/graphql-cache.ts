@@ -8,7 +8,7 @@
 import { GraphQLExecutor } from '../src/graphql/execute.js';
 import { evaluationEnv } from '../src/graphql/evaluation-resolvers.js';
 import { buildSnapshot } from '../src/engine/index.js';
-import { evaluateForKey } from '../src/features/evaluation/service.js';
+import { evaluateHere } from '../src/evaluation/evaluate.js';
 import { RateLimiter } from '../src/ratelimit/token-bucket.js';
 import type { Authenticated } from '../src/auth/authenticate.js';
 import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
@@ -72,7 +72,7 @@ const uncached = await measure('GraphQL evaluate, uncached (parse+validate+jit)'
   return executor.execute(rt, auth, req);
 }, Math.max(200, Math.floor(iterations / 20)));
 const input = { userId: 'user-1', stage: 'production', clientId: null, context: { country: 'NL' } };
-await measure('service call only (what REST runs)', () => evaluateForKey(auth, 'checkout', input, Date.now()), iterations);
+await measure('service call only (what REST runs)', () => evaluateHere(auth, 'checkout', input, Date.now()), iterations);
 console.log(`uncached / cached: ${(uncached / cached).toFixed(0)}x`);
 
 // The 100-alias batch: the evaluation plan (plan.ts) against graphql-jit on the same prepared document.

@@ -5,7 +5,7 @@
  * - `clone`: the earlier hand-off (docs/benchmarks.md, "The worker pool"): the items as an object
  *   graph through the structured-clone serializer (v8.serialize, which postMessage uses) and the
  *   answers back (v8.deserialize of the worker's object graph).
- * - `lines`: what it does now (src/pool/protocol.ts): each item JSON-encoded once, the batch one
+ * - `lines`: what it does now (src/evaluation/pool/protocol.ts): each item JSON-encoded once, the batch one
  *   UTF-8 buffer (transferred, not copied); the answers one buffer decoded and split.
  *
  * Both sides of each method are measured on this thread (the worker's half of each round trip is
@@ -23,7 +23,7 @@ import {
   encodeOutcome,
   type EvalOutcome,
   type PoolItem,
-} from '../src/pool/protocol.js';
+} from '../src/evaluation/pool/protocol.js';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -118,7 +118,7 @@ async function apart(url: string, key: string, decodeFeed: (json: unknown) => un
 /** Child process, part 2: loading a large feed. */
 async function load(url: string, key: string, flags: number): Promise<LoadFigures> {
   const { VexilProvider } = await import(pathToFileURL(BUNDLE).href);
-  const { decodeFeed } = await import('../src/feed/decode.js');
+  const { decodeFeed } = await import('../src/engine/feed-decode.js');
   const { OpenFeature } = await import('@openfeature/server-sdk');
   const { snapshotMs, decodeMs, bytes, held } = await apart(url, key, decodeFeed);
   const gc = (globalThis as { gc?: () => void }).gc;

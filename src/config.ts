@@ -128,7 +128,7 @@ export interface Config {
   evalWorkers: number;
   /** Evaluations handed to the pool and not yet answered, past which requests get 503 (docs/cluster.md). */
   evalQueueMax: number;
-  /** Who decides between the front thread and the pool per request (src/pool/handoff.ts). */
+  /** Who decides between the front thread and the pool per request (src/evaluation/pool/handoff.ts). */
   evalHandoff: 'auto' | 'always' | 'never';
   /** The management actor process's scheduling (src/management/priority.ts). */
   managementPriority: 'idle' | 'low';

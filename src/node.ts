@@ -38,7 +38,7 @@ import { openApiRoute } from './openapi/document.js';
 import type { FrontRuntime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
 import { VexilError } from './domain/errors.js';
-import { EvalPool } from './pool/eval-pool.js';
+import { EvalPool } from './evaluation/pool/eval-pool.js';
 import { createLogger, type Logger } from './util/log.js';
 
 const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;

@@ -20,7 +20,7 @@ import type { AuthFailureBudget } from './auth/auth-failures.js';
 import type { RateLimiter } from './ratelimit/token-bucket.js';
 import type { Bus } from './cluster/bus.js';
 import type { Logger } from './util/log.js';
-import type { EvalPool } from './pool/eval-pool.js';
+import type { EvalPool } from './evaluation/pool/eval-pool.js';
 import type { EvalCounts } from './ops/eval-counts.js';
 
 export interface Runtime {

@@ -3,31 +3,33 @@
  * (src/snapshots/shared-store.ts: written once by the front thread, read by every worker; the
  * BroadcastChannel brings only references to its memory and version notifications), compiles a
  * flag when first asked for it into a bounded cache (VEXIL_WORKER_FLAG_CACHE), and runs batches of
- * work against it: single evaluations through the evaluation service's `runEvaluation` (the engine,
- * counted), and evaluation-only GraphQL documents
+ * work against it: single evaluations through the evaluation stage's `runEvaluation` (the engine,
+ * counted), OFREP bulk through its `bulkAnswers`, and evaluation-only GraphQL documents
  * (compiled once per worker and document, like on the front thread).
  *
  * A batch arrives as one buffer of encoded items and leaves as one buffer of encoded answers
- * (src/pool/protocol.ts). Every item is answered on its own: an item whose organization is behind
+ * (src/evaluation/pool/protocol.ts). Every item is answered on its own: an item whose organization is behind
  * the version it needs is answered "retry" at once (the front thread hands it out again), an item
  * that fails is answered with its own error; neither holds up or changes the other items' answers.
  */
 import { BroadcastChannel, workerData } from 'node:worker_threads';
 import { move } from 'piscina';
-import type { OrgSnapshot } from '../src/engine/index.js';
-import { runEvaluation } from '../src/features/evaluation/service.js';
+import type { CompiledFlag, OrgSnapshot } from '../src/engine/index.js';
+import { bulkAnswers } from '../src/evaluation/bulk.js';
+import { runEvaluation } from '../src/evaluation/run.js';
 import { SharedStoreReader, type StoreMessage } from '../src/snapshots/shared-store.js';
 import {
   decodeItem,
   decodeLines,
   encodeLines,
   encodeOutcome,
+  type BulkItem,
   type EvalItem,
   type EvalOutcome,
   type EvalTask,
   type GraphQLItem,
   type WorkerData,
-} from '../src/pool/protocol.js';
+} from '../src/evaluation/pool/protocol.js';
 import { GraphQLExecutor } from '../src/graphql/execute.js';
 import type { EvaluationEnv, GraphQLContext } from '../src/graphql/evaluation-resolvers.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
@@ -60,6 +62,15 @@ function evaluateOne(snap: OrgSnapshot, it: EvalItem, nowMs: number): EvalOutcom
   return runEvaluation(snap, flag, { userId: it.userId, stage: it.stage, clientId: it.clientId, context: it.context }, nowMs, evalCounts);
 }
 
+function evaluateBulk(snap: OrgSnapshot, it: BulkItem, nowMs: number): EvalOutcome {
+  const flags: CompiledFlag[] = [];
+  for (const name of it.flags) {
+    const cf = snap.flags.get(name);
+    if (cf !== undefined) flags.push(cf);
+  }
+  return { bulk: bulkAnswers(snap, flags, it, nowMs, evalCounts) };
+}
+
 async function executeGraphQL(snap: OrgSnapshot, it: GraphQLItem, nowMs: number): Promise<EvalOutcome> {
   const p = graphql.prepare(it.query, it.operationName);
   if (!p.ok) return { graphql: JSON.stringify({ errors: p.errors }) };
@@ -82,7 +93,9 @@ function answer(line: string, nowMs: number): EvalOutcome | Promise<EvalOutcome>
     const view = store.view(it.orgId);
     if (view === undefined || !view.serves(it.version)) return { retry: true };
     const snap = view.snapshot;
-    return it.kind === 'eval' ? evaluateOne(snap, it, nowMs) : executeGraphQL(snap, it, nowMs).catch(internal);
+    if (it.kind === 'eval') return evaluateOne(snap, it, nowMs);
+    if (it.kind === 'bulk') return evaluateBulk(snap, it, nowMs);
+    return executeGraphQL(snap, it, nowMs).catch(internal);
   } catch (err) {
     return internal(err);
   }

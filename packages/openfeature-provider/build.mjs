@@ -1,5 +1,5 @@
-// Bundles the provider (src/index.ts) with the server's engine and feed decoder (src/engine,
-// src/feed/decode.ts, src/ofrep/answer.ts) into dist/index.js: one engine, built from the same
+// Bundles the provider (src/index.ts) with the server's portable folder (src/engine: the engine, the
+// feed decoder, OFREP's answer shaping) into dist/index.js: one engine, built from the same
 // source as the server (packages/openfeature-provider/README.md, "How it is built"); and
 // dist/index.d.ts, the declarations of src/index.ts (its public types name only the SDK's).
 // `node build.mjs --inputs f` also writes to f the files the bundle took in (scripts/build.mjs).

@@ -2,7 +2,7 @@
  * Who may do what (docs/api.md#keys): pure checks on an authenticated principal. Each throws a
  * FORBIDDEN VexilError; callers decide the order.
  */
-import { VexilError } from '../domain/errors.js';
+import { OrgWideEvaluatorError, VexilError } from '../domain/errors.js';
 import { inScope } from '../domain/name-matching.js';
 import type { ManagementKey, Permission } from '../domain/types.js';
 
@@ -87,19 +87,8 @@ export function requireAdmin(p: Principal): void {
 }
 
 /**
- * An organization-wide key asking to evaluate (docs/api.md#keys): FORBIDDEN, 403 on every HTTP
- * answer. GraphQL names this case AUTH_NOT_AUTHORIZED (docs/graphql.md, "Errors"): its adapter maps
- * this type (graphql/evaluation-resolvers.ts), the layers below it do not know the transport.
- */
-export class OrgWideEvaluatorError extends VexilError {
-  constructor(code: 'FORBIDDEN' | 'AUTH_NOT_AUTHORIZED' = 'FORBIDDEN') {
-    super(code, 'An organization-wide key cannot evaluate flags; use a key with an application scope');
-  }
-}
-
-/**
  * Evaluation needs CanEvaluate and an application scope (docs/api.md#evaluation; else
- * `OrgWideEvaluatorError`, FORBIDDEN, which GraphQL answers as AUTH_NOT_AUTHORIZED).
+ * `OrgWideEvaluatorError`, domain/errors.ts: FORBIDDEN, which GraphQL answers as AUTH_NOT_AUTHORIZED).
  */
 export function requireEvaluator(p: Principal): void {
   requirePermission(p, 'CanEvaluate');

@@ -39,9 +39,16 @@ const GRAPHQL_ONLY: { readonly [C in ErrorCode]?: { readonly http: ErrorCode } }
 /** The code an HTTP answer (REST problem+json, OFREP) names for `code`. */
 export const httpCode = (code: ErrorCode): ErrorCode => GRAPHQL_ONLY[code]?.http ?? code;
 
-/** A GraphQL error's `extensions` for `err`: its code, and its status unless the code is GraphQL-only. */
-export const graphqlExtensions = (err: VexilError): { code: ErrorCode; status?: number } =>
-  GRAPHQL_ONLY[err.code] !== undefined ? { code: err.code } : { code: err.code, status: err.status };
+/**
+ * A GraphQL error's `extensions` for `err`: its code, and its status unless the code is
+ * GraphQL-only. An organization-wide key asking to evaluate is FORBIDDEN on every HTTP answer and
+ * AUTH_NOT_AUTHORIZED in GraphQL (docs/graphql.md, "Errors"): decided here, for every GraphQL
+ * field and wherever the document runs.
+ */
+export const graphqlExtensions = (err: VexilError): { code: ErrorCode; status?: number } => {
+  const code = err instanceof OrgWideEvaluatorError ? 'AUTH_NOT_AUTHORIZED' : err.code;
+  return GRAPHQL_ONLY[code] !== undefined ? { code } : { code, status: err.status };
+};
 
 export class VexilError extends Error {
   readonly code: ErrorCode;
@@ -55,6 +62,16 @@ export class VexilError extends Error {
     this.code = code;
     this.status = ERROR_STATUS[code];
     if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
+  }
+}
+
+/**
+ * An organization-wide key asking to evaluate (docs/api.md#keys; auth/permissions.ts
+ * `requireEvaluator`): FORBIDDEN, 403, which GraphQL names AUTH_NOT_AUTHORIZED (`graphqlExtensions`).
+ */
+export class OrgWideEvaluatorError extends VexilError {
+  constructor() {
+    super('FORBIDDEN', 'An organization-wide key cannot evaluate flags; use a key with an application scope');
   }
 }
 

@@ -37,6 +37,12 @@ function isAscii(s: string, end: number): boolean {
   return true;
 }
 
+/**
+ * The key a name is filed under where names are looked up by key (maps, caches): two names that
+ * are the same name have the same key.
+ */
+export const nameKey = (name: string): string => name.toLowerCase();
+
 /** Whether `a` and `b` are the same name (equal ignoring case). */
 export function sameName(a: string, b: string): boolean {
   return a === b || sameNameAt(a, a.length, b);

@@ -66,9 +66,9 @@ export interface CompiledFlag {
   variants: Map<string, Variant>;
   /** By configKey(stage, clientId). */
   configs: Map<string, CompiledConfig>;
-  /** By exact stage spelling and by lower-cased stage: the engine's lookup path. */
+  /** By exact stage spelling and by its name key (domain/name-matching.ts): the engine's lookup path. */
   stages: Map<string, StageConfigs>;
-  /** flag.environments, exact spellings and lower-cased. */
+  /** flag.environments, exact spellings and name keys. */
   environments: Set<string>;
 }
 

@@ -6,7 +6,7 @@
  * Hot path: one result object per call; reasons of the common outcomes are shared frozen objects
  * precomputed by compileFlag (do not mutate `evaluation.reason`; replace or drop it instead).
  */
-import { clientIdApplication, sameName } from '../domain/name-matching.js';
+import { clientIdApplication, nameKey, sameName } from '../domain/name-matching.js';
 import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } from '../domain/types.js';
 import { allocationBucket, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
@@ -54,7 +54,7 @@ function describeKillSwitch(rule: KillSwitchRule): string {
 export function selectConfig(flag: CompiledFlag, stage: string, clientId: string | null): CompiledConfig | null {
   let sc = flag.stages.get(stage);
   if (sc === undefined) {
-    sc = flag.stages.get(stage.toLowerCase());
+    sc = flag.stages.get(nameKey(stage));
     if (sc === undefined) return null;
   }
   if (clientId !== null && clientId !== '' && sc.byClient !== null) {
@@ -115,7 +115,7 @@ function evaluate(
   if (flag.isArchived) return terminal(config, ARCHIVED);
 
   // 5. project_or_env_mismatch
-  if (!cf.environments.has(stage) && !cf.environments.has(stage.toLowerCase())) {
+  if (!cf.environments.has(stage) && !cf.environments.has(nameKey(stage))) {
     return terminal(config, {
       code: 'project_or_env_mismatch',
       message: `Flag is not enabled in stage '${stage}'`,

@@ -12,6 +12,7 @@ import type {
   Segment,
   Variant,
 } from '../domain/types.js';
+import { nameKey } from '../domain/name-matching.js';
 import { BUCKETS } from './hash.js';
 import { compileCondition, type CompiledCondition } from './conditions.js';
 import type {
@@ -27,11 +28,11 @@ import type {
 import { keepMaxima, noMaxima, raiseMaxima } from './snapshot-stats.js';
 
 /**
- * Key of a configuration in CompiledFlag.configs. Stages compare case-insensitively (lower-cased
- * here); clientIds exactly. A null or empty clientId is the stage's base configuration.
+ * Key of a configuration in CompiledFlag.configs. Stages compare as names (domain/name-matching.ts: filed
+ * under their name key); clientIds exactly. A null or empty clientId is the stage's base configuration.
  */
 export function configKey(stage: string, clientId: string | null): string {
-  const s = stage.toLowerCase();
+  const s = nameKey(stage);
   return clientId === null || clientId === '' ? s : s + '\u0000' + clientId;
 }
 
@@ -201,14 +202,14 @@ export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
   for (const config of configs) {
     const cc = compileConfig(config, variants);
     compiled.set(configKey(config.stage, config.clientId), cc);
-    for (const stageKey of [config.stage, config.stage.toLowerCase()]) {
+    for (const stageKey of [config.stage, nameKey(config.stage)]) {
       let sc = stages.get(stageKey);
       if (sc === undefined) {
         sc = { base: null, byClient: null };
         stages.set(stageKey, sc);
       }
       if (config.clientId === null || config.clientId === '') {
-        // An exact spelling wins over a case variant of it under the lower-cased key.
+        // An exact spelling wins over a case variant of it under the name key.
         if (sc.base === null || stageKey === config.stage) sc.base = cc;
       } else {
         if (sc.byClient === null) sc.byClient = new Map();
@@ -219,7 +220,7 @@ export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
   const environments = new Set<string>();
   for (const e of flag.environments) {
     environments.add(e);
-    environments.add(e.toLowerCase());
+    environments.add(nameKey(e));
   }
   return { flag, variants, configs: compiled, stages, environments };
 }

@@ -11,10 +11,10 @@
  * differs (`feedChange`).
  */
 import { createHash } from 'node:crypto';
-import { sameName } from '../domain/name-matching.js';
+import { nameKey, sameName } from '../domain/name-matching.js';
 import type { Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../domain/types.js';
 import type { CompiledFlag, CompiledSegment, OrgSnapshot } from '../engine/index.js';
-import { compareNames, FEED_FORMAT, type FeedFlag, type FeedOrganization } from './decode.js';
+import { compareNames, FEED_FORMAT, type FeedFlag, type FeedOrganization } from '../engine/feed-decode.js';
 
 /** A feed as its serialised parts. */
 export interface FeedParts {
@@ -76,11 +76,10 @@ const segmentRecord = (s: Segment): Segment => ({
 
 // ---- per-object caches ------------------------------------------------------------------------------
 
-/** A flag's configurations for a stage (lower-cased), base first, then by clientId. */
+/** A flag's configurations for a stage (the same name), base first, then by clientId. */
 function stageConfigs(cf: CompiledFlag, stage: string): FlagConfig[] {
-  const lower = stage.toLowerCase();
   const out: FlagConfig[] = [];
-  for (const c of cf.configs.values()) if (c.config.stage.toLowerCase() === lower) out.push(c.config);
+  for (const c of cf.configs.values()) if (sameName(c.config.stage, stage)) out.push(c.config);
   return out.sort((a, b) => (a.clientId === b.clientId ? 0 : a.clientId === null ? -1 : b.clientId === null ? 1 : compareNames(a.clientId, b.clientId)));
 }
 
@@ -89,11 +88,11 @@ const flagTexts = new WeakMap<CompiledFlag, Map<string, string>>();
 function flagText(cf: CompiledFlag, stage: string): string {
   let byStage = flagTexts.get(cf);
   if (byStage === undefined) flagTexts.set(cf, (byStage = new Map()));
-  const lower = stage.toLowerCase();
-  let text = byStage.get(lower);
+  const key = nameKey(stage);
+  let text = byStage.get(key);
   if (text === undefined) {
     const entry: FeedFlag = { flag: flagRecord(cf.flag), configs: stageConfigs(cf, stage).map(configRecord) };
-    byStage.set(lower, (text = JSON.stringify(entry)));
+    byStage.set(key, (text = JSON.stringify(entry)));
   }
   return text;
 }
@@ -120,7 +119,7 @@ export function feedParts(snap: OrgSnapshot, application: string, stage: string)
   const org = snap.org;
   let byScope = feeds.get(org);
   if (byScope === undefined) feeds.set(org, (byScope = new Map()));
-  const scope = application.toLowerCase() + '\u0000' + stage;
+  const scope = nameKey(application) + '\u0000' + stage;
   let parts = byScope.get(scope);
   if (parts === undefined) byScope.set(scope, (parts = buildParts(snap, application, stage)));
   return parts;
@@ -212,7 +211,7 @@ export function feedEtag(parts: FeedParts): string {
   let tag = etags.get(parts);
   if (tag === undefined) {
     const h = createHash('sha256');
-    h.update(`feed${FEED_FORMAT}\u0000${parts.stage}\u0000${parts.application.toLowerCase()}\u0000${parts.organization}\u0000`);
+    h.update(`feed${FEED_FORMAT}\u0000${parts.stage}\u0000${nameKey(parts.application)}\u0000${parts.organization}\u0000`);
     for (const t of parts.flags.values()) h.update(t).update('\u0000');
     h.update('\u0001');
     for (const t of parts.segments.values()) h.update(t).update('\u0000');

@@ -4,20 +4,20 @@
  * key's application in one stage (feed.ts), `GET /sdk/v1/stream?stage=` the same as a `snapshot`
  * event, then `change` events (stream.ts). Both are admitted through the one admission path
  * (auth/authenticate.ts: 401, 402, 429 on one evaluation token) and then checked as an evaluation
- * (features/evaluation/service.ts: CanEvaluate with an application scope, the stage against the
- * key's environment scope and the organization's environments). Errors are problem+json.
+ * (the evaluation stage's step 1, evaluation/check.ts `checkScope`: CanEvaluate with an
+ * application scope, the stage against the key's environment scope and the organization's
+ * environments). Errors are problem+json.
  */
 import './openapi.js';
 import { authenticate, type Authenticated } from '../auth/authenticate.js';
 import { clientAddress } from '../auth/client-address.js';
 import { hashKey } from '../auth/key-material.js';
-import { tooManyStreams } from '../auth/key-streams.js';
-import { requireEvaluator, type Principal } from '../auth/permissions.js';
+import { tooManyStreams } from '../evaluation/key-streams.js';
+import type { Principal } from '../auth/permissions.js';
 import { KEY_HEADERS, requestKey } from '../auth/request-key.js';
 import { badRequest } from '../domain/errors.js';
-import { findName } from '../domain/name-matching.js';
 import { parseFeedQuery } from '../domain/validation.js';
-import { resolveStage } from '../features/evaluation/service.js';
+import { checkScope, type Scope } from '../evaluation/check.js';
 import { etagMatches } from '../http/etag.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import { queryObject } from '../http/query.js';
@@ -32,15 +32,12 @@ export const STREAM_PATH = '/sdk/v1/stream';
 const evalBucket = (_p: Principal) => 'eval' as const;
 
 /** Which feed a request asks for: the key's application and the stage, both in the organization's spelling. */
-function feedScope(auth: Authenticated, inc: Incoming): { application: string; stage: string } {
+function feedScope(auth: Authenticated, inc: Incoming): Scope {
   const query = parseFeedQuery(queryObject(inc.query));
-  const p = auth.principal;
-  requireEvaluator(p);
-  const requested = query.stage ?? p.environment;
-  if (requested === null) throw badRequest("stage is required: give ?stage=, or use a key with an environment scope");
-  const stage = resolveStage(auth, requested);
-  return { application: findName(auth.snapshot.org.applications, p.application!) ?? p.application!, stage };
+  return checkScope(auth, query.stage ?? auth.principal.environment, noStage);
 }
+
+const noStage = () => badRequest('stage is required: give ?stage=, or use a key with an environment scope');
 
 export function feedRoutes(rt: FrontRuntime): Route[] {
   const streams = new FeedStreams(rt.snapshots, rt.keys, rt.log, { maxPerKey: rt.config.sseMaxStreamsPerKey, recheckMs: rt.config.sseKeyRecheckMs });

@@ -5,12 +5,12 @@
  * organization, application and stage share one group: its feed is rebuilt once per change
  * (feed.ts serialises only what changed) and one event text goes to all of them. The cap per key,
  * ending the streams of a disabled, rotated or deleted key, the key re-check, keep-alive comments
- * and change batching are auth/key-streams.ts, shared with OFREP's streams.
+ * and change batching are evaluation/key-streams.ts, shared with OFREP's streams.
  */
-import { KeyStreams, type EventSink, type KeyStream, type StreamLimits } from '../auth/key-streams.js';
+import { KeyStreams, type EventSink, type KeyStream, type StreamLimits } from '../evaluation/key-streams.js';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { OrgSnapshot } from '../engine/index.js';
-import { sameName } from '../domain/name-matching.js';
+import { nameKey, sameName } from '../domain/name-matching.js';
 import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
 import type { Logger } from '../util/log.js';
 import { feedBody, feedChange, feedParts, type FeedParts } from './feed.js';
@@ -65,7 +65,7 @@ export class FeedStreams {
    */
   open(sink: EventSink, target: FeedStreamTarget, snap: OrgSnapshot): void {
     this.hub.flushOrg(target.orgId);
-    const id = `${target.orgId}\u0000${target.application.toLowerCase()}\u0000${target.stage}`;
+    const id = `${target.orgId}\u0000${nameKey(target.application)}\u0000${target.stage}`;
     let group = this.groups.get(id);
     if (group === undefined) {
       group = { id, application: target.application, stage: target.stage, parts: feedParts(snap, target.application, target.stage), streams: new Set() };

@@ -5,10 +5,9 @@
  */
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Authenticated } from '../auth/authenticate.js';
-import { OrgWideEvaluatorError } from '../auth/permissions.js';
 import type { Evaluation } from '../domain/types.js';
 import { parseEvaluationBody } from '../domain/validation.js';
-import { evaluateForKey, type EvaluationRequest } from '../features/evaluation/service.js';
+import { evaluateHere, type EvaluationRequest } from '../evaluation/evaluate.js';
 import type { Runtime } from '../runtime.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
@@ -91,17 +90,13 @@ export const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: G
   evaluateFieldInput(args, args.context === undefined ? undefined : withVars(args.context, ctx, info));
 
 /**
- * One `evaluate` field: step 1's checks and the engine against the organization's current snapshot,
- * counted in `counts` (null: the plan counts once every field of the document has answered, with
- * `countEvaluations`). An organization-wide key is refused as GraphQL names it, AUTH_NOT_AUTHORIZED
- * (docs/graphql.md, "Errors"), mapped here from the auth layer's `OrgWideEvaluatorError`.
+ * One `evaluate` field: the evaluation stage's step 1 and engine against the organization's current
+ * snapshot, counted in `counts` (null: the plan counts once every field of the document has
+ * answered, with `countEvaluations`). An organization-wide key's refusal is shown as GraphQL names
+ * it, AUTH_NOT_AUTHORIZED, by domain/errors.ts.
  */
 export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationRequest, counts: EvalCounts | null): Evaluation {
-  try {
-    return evaluateForKey(authFor(ctx), key, input, ctx.env.now(), counts);
-  } catch (err) {
-    throw err instanceof OrgWideEvaluatorError ? new OrgWideEvaluatorError('AUTH_NOT_AUTHORIZED') : err;
-  }
+  return evaluateHere(authFor(ctx), key, input, ctx.env.now(), counts);
 }
 
 /** The `evaluate` field's resolver (graphql-jit), counted at once. */

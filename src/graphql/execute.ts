@@ -52,6 +52,8 @@ import { LruCache } from './cache.js';
 import { contextViolation, hasVariable, variableDefaults } from './context-argument-limits.js';
 import { hasJitMarker } from './jit-marker.js';
 import { DEFAULT_MAX_MUTATIONS, EVALUATE_FIELD, limitViolation, measureOperation, tokenLimitViolation, type Limits, type OperationCost } from './limits.js';
+import { placed } from '../evaluation/placement.js';
+import type { EvalPool } from '../evaluation/pool/eval-pool.js';
 import { planFor, runPlan, type EvaluationPlan } from './plan.js';
 import { evaluationEnv, evaluationResolvers, type GraphQLContext } from './evaluation-resolvers.js';
 import { DEFAULT_MAX_KEYS, DEFAULT_MAX_RESULT, estimateResult, resultShape, resultStats, resultViolation, type ResultShape } from './result-estimate.js';
@@ -449,26 +451,20 @@ export class GraphQLExecutor {
 
   private async answerChecked(rt: Charging, auth: Authenticated, req: GraphQLRequest, p: PreparedDocument, charged: boolean): Promise<string | Buffer> {
     if (!charged) this.charge(rt, auth, p);
-    const pool = rt.pool;
     const run = () => this.run(p, { env: evaluationEnv(rt), rt, auth, deferredAny: p.deferredAny }, req.variables);
-    if (p.evaluationOnly && pool !== null) {
-      if (pool.wants('graphql', p.evaluations)) return this.handOff(rt, auth, req, p.evaluations);
-      const started = pool.inlineStart('graphql');
-      const out = await run();
-      pool.inlineEnd('graphql', started, p.evaluations);
-      return out;
-    }
-    return run();
+    // Only an evaluation-only document may run in a worker (it resolves nothing that needs the node's services).
+    if (!p.evaluationOnly) return run();
+    return placed(rt.pool, 'graphql', p.evaluations, run, (pool) => this.handOff(pool, rt, auth, req, p.evaluations));
   }
 
   /**
    * Runs an evaluation-only document in the worker pool. Read-your-writes: the worker needs this
    * node's current version. Variables too deeply nested to hand over fail this request only.
    */
-  private async handOff(rt: Runtime, auth: Authenticated, req: GraphQLRequest, evaluations: number): Promise<string> {
+  private async handOff(pool: EvalPool, rt: Runtime, auth: Authenticated, req: GraphQLRequest, evaluations: number): Promise<string> {
     const snapshot = rt.snapshots.peek(auth.principal.orgId) ?? auth.snapshot;
     try {
-      return await rt.pool!.graphql({
+      return await pool.graphql({
         orgId: auth.principal.orgId,
         version: snapshot.org.version,
         principal: auth.principal,

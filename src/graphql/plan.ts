@@ -25,7 +25,8 @@
  */
 import { Kind, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from 'graphql';
 import type { Evaluation } from '../domain/types.js';
-import { countEvaluations, type EvaluationRequest } from '../features/evaluation/service.js';
+import type { EvaluationRequest } from '../domain/types.js';
+import { countEvaluations } from '../evaluation/run.js';
 import { EVALUATE_FIELD } from './limits.js';
 import { evaluateField, evaluateFieldInput, type GraphQLContext } from './evaluation-resolvers.js';
 import { anyLiteralValue } from './schema.js';

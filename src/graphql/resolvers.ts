@@ -10,7 +10,7 @@
  * same document sees the write either way.
  */
 import type { Flag, FlagConfig } from '../domain/types.js';
-import { explainForKey } from '../features/evaluation/service.js';
+import { explain } from '../evaluation/evaluate.js';
 import { auditLog } from '../features/audit/service.js';
 import type { AuditActor } from '../domain/types.js';
 import * as flags from '../features/flags/service.js';
@@ -38,7 +38,7 @@ const optStr = (v: unknown): string | null => (v === undefined || v === null ? n
  * runs). Not evaluation traffic: not counted in metrics.
  */
 const explainEvaluation: Resolver<EvaluateArgs> = (_s, args, ctx, info) =>
-  explainForKey(authFor(ctx), args.key, evaluationInput(args, ctx, info), ctx.env.now());
+  explain(authFor(ctx), args.key, evaluationInput(args, ctx, info), ctx.env.now());
 
 const Query: Record<string, Resolver> = {
   flags: (_s, a, ctx) => flags.listFlagPage(authFor(ctx), a, 'graphql').flags,

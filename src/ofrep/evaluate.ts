@@ -1,22 +1,23 @@
 /**
- * OFREP's two evaluation routes over the one evaluation door (features/evaluation/service.ts):
- * single evaluation through `evaluate` (the same checks and engine, front thread or pool, as
- * `POST /flags/{name}`), bulk through `evaluateEach` over the key's flags for the stage, each
- * answer shaped by answer.ts.
+ * OFREP's two evaluation routes over the evaluation stage (src/evaluation/evaluate.ts): single
+ * evaluation through `evaluate` (the same checks and engine, front thread or pool, as
+ * `POST /flags/{name}`), bulk through `evaluateBulk` over the key's flags for the stage (front
+ * thread or pool too), each answer shaped by engine/ofrep-answer.ts. What is OFREP's own here:
+ * its request reading and its error codes.
  */
 import type { Authenticated } from '../auth/authenticate.js';
-import { requireEvaluator } from '../auth/permissions.js';
 import { VexilError } from '../domain/errors.js';
-import type { Evaluation, Organization } from '../domain/types.js';
-import { selectConfig, type CompiledFlag, type OrgSnapshot } from '../engine/index.js';
-import { evaluate, evaluateEach, resolveStage, type EvaluationRequest } from '../features/evaluation/service.js';
+import type { Evaluation, EvaluationRequest } from '../domain/types.js';
+import type { OrgSnapshot } from '../engine/index.js';
+import { ofrepJson, reasonOf } from '../engine/ofrep-answer.js';
+import { checkScope, resolveStage } from '../evaluation/check.js';
+import { evaluate, evaluateBulk, type BulkRequest } from '../evaluation/evaluate.js';
 import type { Runtime } from '../runtime.js';
-import { ofrepJson, reasonOf } from './answer.js';
 import { OfrepError } from './errors.js';
 import { evaluationInput, type OfrepRequest } from './request.js';
 
 /**
- * `POST /ofrep/v1/evaluate/flags/{key}`: the evaluation service's `evaluate` (checks, engine,
+ * `POST /ofrep/v1/evaluate/flags/{key}`: the evaluation stage's `evaluate` (checks, engine,
  * pool), answered in OFREP's shape. A flag that does not exist is FLAG_NOT_FOUND (404); a stage
  * that is not an environment of the organization is INVALID_CONTEXT (400).
  */
@@ -34,7 +35,7 @@ export function evaluateOne(rt: Runtime, auth: Authenticated, flagKey: string, r
 /** The evaluationSuccess of a single evaluation (the stage is resolved only when a rule's split must be looked up). */
 function singleAnswer(auth: Authenticated, flagKey: string, input: EvaluationRequest, ev: Evaluation): string {
   const cf = ev.reason.code === 'rule_matched' ? auth.snapshot.flags.get(flagKey) : undefined;
-  return ofrepJson(flagKey, ev, reasonOf(ev, cf, cf === undefined ? '' : () => resolveStage(auth, input.stage), input.clientId));
+  return ofrepJson(flagKey, ev, reasonOf(ev, cf, cf === undefined ? '' : () => resolveStage(auth, input.stage, true), input.clientId));
 }
 
 function notFoundAsOfrep(err: unknown, snapshot: OrgSnapshot, flagKey: string): unknown {
@@ -47,76 +48,31 @@ function notFoundAsOfrep(err: unknown, snapshot: OrgSnapshot, flagKey: string): 
 // ---- bulk evaluation ----------------------------------------------------------------------------
 
 /**
- * What a bulk request will evaluate, fixed before anything is evaluated: the checks of
- * `POST /flags/{name}` that do not depend on one flag (permission, environment scope, stage).
+ * What a bulk request will evaluate, fixed before anything is evaluated (its ETag is computed
+ * from it): the request after the evaluation stage's step 1 for a scope (`checkScope`).
  */
 export interface BulkPlan {
   auth: Authenticated;
-  stage: string;
-  clientId: string | null;
-  userId: string;
-  context: Record<string, unknown> | null;
+  bulk: BulkRequest;
 }
 
 export function planBulk(auth: Authenticated, req: OfrepRequest): BulkPlan {
   const input = evaluationInput(auth, req, null);
-  requireEvaluator(auth.principal);
-  let stage: string;
+  let scope;
   try {
-    stage = resolveStage(auth, input.stage);
+    scope = checkScope(auth, input.stage);
   } catch (err) {
     if (err instanceof VexilError && err.code === 'NOT_FOUND') throw new OfrepError('INVALID_CONTEXT', err.message, null);
     throw err;
   }
-  return { auth, stage, clientId: input.clientId, userId: input.userId, context: input.context };
-}
-
-/** Per organization data version: the flags of each application with a configuration per stage. */
-const appFlagsCache = new WeakMap<Organization, Map<string, CompiledFlag[]>>();
-
-/**
- * The flags of `application` that have a configuration for `stage` (any clientId), sorted by
- * name; cached per snapshot version (the Organization object is replaced by every change).
- */
-function flagsWithStage(snapshot: OrgSnapshot, application: string, stage: string): CompiledFlag[] {
-  let byKey = appFlagsCache.get(snapshot.org);
-  if (byKey === undefined) {
-    byKey = new Map();
-    appFlagsCache.set(snapshot.org, byKey);
-  }
-  const cacheKey = application.toLowerCase() + '\u0000' + stage.toLowerCase();
-  let list = byKey.get(cacheKey);
-  if (list === undefined) {
-    list = [];
-    const app = application.toLowerCase();
-    for (const cf of snapshot.flags.values()) {
-      if (cf.flag.project.toLowerCase() !== app) continue;
-      const sc = cf.stages.get(stage) ?? cf.stages.get(stage.toLowerCase());
-      if (sc !== undefined && (sc.base !== null || sc.byClient !== null)) list.push(cf);
-    }
-    list.sort((a, b) => (a.flag.name < b.flag.name ? -1 : a.flag.name > b.flag.name ? 1 : 0));
-    byKey.set(cacheKey, list);
-  }
-  return list;
+  return { auth, bulk: { scope, userId: input.userId, clientId: input.clientId, context: input.context } };
 }
 
 /**
  * `POST /ofrep/v1/evaluate/flags`: every flag of the key's application with a configuration for
  * the stage (for this clientId, or without one), disabled ones included, each evaluated as a
- * single request would be; each answer serialised (ofrepJson). Runs on the front thread: one pass over the snapshot, no pool round
- * trip per flag.
+ * single request would be; the serialised answers joined with commas.
  */
-export function evaluateBulk(rt: Runtime, plan: BulkPlan): string[] {
-  const snapshot = plan.auth.snapshot;
-  const req = { userId: plan.userId, stage: plan.stage, clientId: plan.clientId, context: plan.context };
-  const out: string[] = [];
-  evaluateEach(
-    rt,
-    snapshot,
-    flagsWithStage(snapshot, plan.auth.principal.application!, plan.stage),
-    req,
-    (cf) => selectConfig(cf, plan.stage, plan.clientId) !== null,
-    (cf, ev) => out.push(ofrepJson(cf.flag.name, ev, reasonOf(ev, cf, plan.stage, plan.clientId))),
-  );
-  return out;
+export function evaluatePlan(rt: Runtime, plan: BulkPlan): string | Promise<string> {
+  return evaluateBulk(rt, plan.auth, plan.bulk);
 }

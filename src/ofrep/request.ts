@@ -6,8 +6,8 @@
 import type { Authenticated } from '../auth/authenticate.js';
 import { contextLimitError, DEFAULT_CONTEXT_LIMITS, measureContext, type ContextLimits } from '../domain/validation.js';
 import { USER_ID_MAX, describeType, isPlainObject } from '../domain/validation/common.js';
-import type { EvaluationRequest } from '../features/evaluation/service.js';
-import { evaluationContextOf } from './context.js';
+import type { EvaluationRequest } from '../domain/types.js';
+import { evaluationContextOf } from '../engine/openfeature-context.js';
 import { OfrepError } from './errors.js';
 
 /** An OFREP request read from its body: `context` split into Vexil's evaluation input. */

@@ -20,10 +20,10 @@ import type { Route } from '../http/router.js';
 import type { FrontRuntime } from '../runtime.js';
 import { OfrepStreams } from './streams.js';
 import { KEY_HEADERS, requestKey } from '../auth/request-key.js';
-import { tooManyStreams } from '../auth/key-streams.js';
+import { tooManyStreams } from '../evaluation/key-streams.js';
 import { OfrepError, ofrepErrorBody } from './errors.js';
 import { bulkEtag, etagMatches } from './etag.js';
-import { evaluateBulk, evaluateOne, planBulk } from './evaluate.js';
+import { evaluateOne, evaluatePlan, planBulk } from './evaluate.js';
 import { authorizeStream, EVENTS_PATH, eventStreams } from './events.js';
 import { parseOfrepRequest, type OfrepRequest } from './request.js';
 
@@ -66,13 +66,15 @@ export function ofrepRoutes(rt: FrontRuntime): Route[] {
     return typeof out === 'string' ? singleReply(out) : out.then(singleReply);
   };
 
-  const bulk = (auth: Authenticated, inc: Incoming): Reply => {
+  const bulk = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const plan = planBulk(auth, readRequest(inc, null, rt.config.contextLimits));
     const etag = bulkEtag(plan, inc.body, rt.now());
     // A matching ETag answers before anything is evaluated.
     if (etagMatches(header(inc, 'if-none-match'), etag)) return { status: 304, raw: '', headers: { etag } };
     const streams = JSON.stringify(eventStreams(rt, auth, () => hashKey(requestKey(inc)), header(inc, 'host')));
-    return { status: 200, raw: `{"flags":[${evaluateBulk(rt, plan).join(',')}],"eventStreams":${streams}}`, headers: { 'content-type': 'application/json', etag } };
+    const reply = (flags: string): Reply => ({ status: 200, raw: `{"flags":[${flags}],"eventStreams":${streams}}`, headers: { 'content-type': 'application/json', etag } });
+    const flags = evaluatePlan(rt, plan);
+    return typeof flags === 'string' ? reply(flags) : flags.then(reply);
   };
 
   // The SSE stream: one refetchEvaluation event per change of a flag of the key's application.

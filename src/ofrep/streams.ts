@@ -3,17 +3,18 @@
  * applies sends `{"type": "refetchEvaluation"}` to the streams of the changed flag's application;
  * changes applied in the same turn make one event per stream. What every key's event stream needs
  * (the cap per key, ending the streams of a disabled, rotated or deleted key, the key re-check,
- * keep-alive comments, change batching) is auth/key-streams.ts. An idle stream is one small record
+ * keep-alive comments, change batching) is evaluation/key-streams.ts. An idle stream is one small record
  * in two sets plus the front's socket.
  */
-import { KeyStreams, type EventSink, type KeyStream, type StreamLimits } from '../auth/key-streams.js';
+import { nameKey } from '../domain/name-matching.js';
+import { KeyStreams, type EventSink, type KeyStream, type StreamLimits } from '../evaluation/key-streams.js';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import type { Logger } from '../util/log.js';
 
 interface OfrepStream extends KeyStream {
-  /** The key's application, lower-cased. */
+  /** The key's application's name key (domain/name-matching.ts). */
   app: string;
 }
 
@@ -38,7 +39,7 @@ export class OfrepStreams {
 
   /** Registers an open stream; false (and the stream is ended) past the key's cap. */
   add(sink: EventSink, orgId: string, keyId: string, application: string, hash: string): boolean {
-    return this.hub.add({ sink, orgId, keyId, app: application.toLowerCase(), hash });
+    return this.hub.add({ sink, orgId, keyId, app: nameKey(application), hash });
   }
 
   close(): void {
@@ -52,7 +53,7 @@ function deliver(_orgId: string, snap: OrgSnapshot, touches: readonly Touches[],
   for (const s of streams) if (apps === 'all' || apps.has(s.app)) s.sink.write(REFETCH_EVENT);
 }
 
-/** The applications (lower-cased) the changes touched, or 'all'. */
+/** The applications the changes touched (by name key), or 'all'. */
 function touchedApplications(snap: OrgSnapshot, touches: readonly Touches[]): Set<string> | 'all' {
   const apps = new Set<string>();
   for (const t of touches) {
@@ -61,7 +62,7 @@ function touchedApplications(snap: OrgSnapshot, touches: readonly Touches[]): Se
     // segment's flags may be of any application: tell every stream of the organization.
     const project = 'flag' in t ? snap.flags.get(t.flag)?.flag.project : snap.segments?.get(t.segment)?.segment.application;
     if (project == null) return 'all';
-    apps.add(project.toLowerCase());
+    apps.add(nameKey(project));
   }
   return apps;
 }

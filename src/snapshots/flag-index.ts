@@ -3,8 +3,8 @@
  * sorted by name, beside its snapshot, so that a page of `GET /api/flags` or GraphQL `flags` /
  * `flagConnection` at 100,000 flags neither sorts nor scans the organization.
  *
- * - One sorted array of every flag, and one per application (keyed by the lower-cased name, as
- *   application names compare case-insensitively): a page is a binary search for `after` and a
+ * - One sorted array of every flag, and one per application (keyed by its name key,
+ *   domain/name-matching.ts, as application names compare case-insensitively): a page is a binary search for `after` and a
  *   slice, in the whole organization or in one application (an application-scoped key, or the
  *   `application` filter).
  * - Per array, counts by (type, archived): `X-Total-Count` without a search is a sum of at most
@@ -23,12 +23,13 @@
  * search and an array splice (a memmove of at most n pointers, tens of microseconds at 100,000),
  * no sort. The sort happens once per snapshot object, when its list is first asked for.
  */
+import { nameKey } from '../domain/name-matching.js';
 import type { Flag } from '../domain/types.js';
 import type { OrgSnapshot } from '../engine/index.js';
 
 /** What a list asks for; every field null means "any". */
 export interface FlagFilter {
-  /** Lower-cased application name (the key's scope or the `application` filter). */
+  /** The application's name key (domain/name-matching.ts `nameKey`: the key's scope or the `application` filter). */
   application: string | null;
   type: string | null;
   archived: boolean | null;
@@ -63,7 +64,7 @@ class Entry {
 
   constructor(readonly flag: Flag) {
     this.name = flag.name;
-    this.application = flag.project.toLowerCase();
+    this.application = nameKey(flag.project);
   }
 
   /** Built on the first search that reaches this flag, then kept (the entry is replaced on change). */

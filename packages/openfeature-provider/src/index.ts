@@ -2,9 +2,10 @@
  * `@vexil/openfeature-provider`: an OpenFeature server provider for Node.js that evaluates in
  * process (docs/feed.md, "Evaluating from the feed"; packages/openfeature-provider/README.md).
  * It loads `GET /sdk/v1/snapshot`, follows `GET /sdk/v1/stream` and answers every evaluation
- * from the data it holds with the server's own engine (src/engine, through src/feed/decode.ts),
- * the OpenFeature context and the reasons mapped as OFREP maps them (docs/ofrep.md). The build
- * bundles those modules into the package (packages/openfeature-provider/build.mjs).
+ * from the data it holds with the server's own engine, the OpenFeature context and the reasons
+ * mapped as OFREP maps them (docs/ofrep.md). All of that comes from the server's portable folder,
+ * src/engine/ (pure, no I/O: test/unit/architecture/imports.test.ts), and from nowhere else in
+ * the server; the build bundles it into the package (packages/openfeature-provider/build.mjs).
  */
 import {
   ErrorCode,
@@ -17,10 +18,10 @@ import {
   type ResolutionDetails,
 } from '@openfeature/server-sdk';
 import { readFile, rename, writeFile } from 'node:fs/promises';
-import { evaluateFlag, type OrgSnapshot } from '../../../src/engine/index.js';
-import { applyFeedChangeDecoded, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/feed/decode.js';
-import { reasonOf } from '../../../src/ofrep/answer.js';
-import { evaluationContextOf } from '../../../src/ofrep/context.js';
+import { applyFeedChangeDecoded, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/engine/feed-decode.js';
+import { evaluateFlag, sameName, type OrgSnapshot } from '../../../src/engine/index.js';
+import { reasonOf } from '../../../src/engine/ofrep-answer.js';
+import { evaluationContextOf } from '../../../src/engine/openfeature-context.js';
 
 export interface VexilProviderOptions {
   /** The node's base URL, e.g. `http://vexil:8080`. */
@@ -61,7 +62,7 @@ export class VexilProvider implements Provider {
   private readonly query: string;
   private held: FeedSnapshot | null = null;
   private snapshot: OrgSnapshot | null = null;
-  /** The feed's application, lower-cased: flags of another application are parents only. */
+  /** The feed's application: flags of another application are parents only. */
   private application = '';
   private stage = '';
   private closed = false;
@@ -141,7 +142,7 @@ export class VexilProvider implements Provider {
       const snapshot = this.snapshot;
       if (snapshot === null) return failed(defaultValue, ErrorCode.PROVIDER_NOT_READY, 'Vexil: no flag data yet');
       const cf = snapshot.flags.get(flagKey);
-      if (cf === undefined || cf.flag.project.toLowerCase() !== this.application) {
+      if (cf === undefined || !sameName(cf.flag.project, this.application)) {
         return failed(defaultValue, ErrorCode.FLAG_NOT_FOUND, `Flag '${flagKey}' was not found`);
       }
       const userId = context.targetingKey;
@@ -202,7 +203,7 @@ export class VexilProvider implements Provider {
   private hold(feed: FeedSnapshot, snapshot: OrgSnapshot): void {
     this.held = feed;
     this.snapshot = snapshot;
-    this.application = feed.application.toLowerCase();
+    this.application = feed.application;
     this.stage = feed.stage;
     this.writeCache();
   }
@@ -317,7 +318,7 @@ export class VexilProvider implements Provider {
       const feed = readFeedSnapshot(json);
       // Data of another stage is no answer for this one.
       const stage = this.options.stage;
-      return stage === undefined || feed.stage.toLowerCase() === stage.toLowerCase() ? json : null;
+      return stage === undefined || sameName(feed.stage, stage) ? json : null;
     } catch {
       return null;
     }

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
+import { nameKey } from '../name-matching.js';
 
 // ---------------------------------------------------------------------------------------------
 // Name rules
@@ -210,7 +211,7 @@ export function isJsonValue(v: unknown, depth = 0): boolean {
 export function assertUniqueCI(list: readonly string[], root: string): void {
   const seen = new Map<string, number>();
   list.forEach((n, i) => {
-    const k = n.toLowerCase();
+    const k = nameKey(n);
     const prev = seen.get(k);
     if (prev !== undefined)
       throw badRequest(`${root}[${i}]: duplicate name '${n}' (same as ${root}[${prev}] '${list[prev]}', names are case-insensitive)`);

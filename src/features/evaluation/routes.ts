@@ -10,7 +10,7 @@ import type { Evaluation } from '../../domain/types.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
 import type { FrontRuntime } from '../../runtime.js';
-import { evaluate } from './service.js';
+import { evaluate } from '../../evaluation/evaluate.js';
 
 const evalBucket = (_p: Principal) => 'eval' as const;
 

@@ -21,7 +21,7 @@ import {
   type Principal,
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
-import { clientIdApplication, findName, sameName } from '../../domain/name-matching.js';
+import { clientIdApplication, findName, nameKey, sameName } from '../../domain/name-matching.js';
 import type { AuditChange, Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
@@ -85,7 +85,7 @@ export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'quer
   if (q.application !== null && !inApplicationScope(p, q.application)) return NO_FLAGS;
   const application = q.application ?? p.application;
   return flagIndexOf(auth.snapshot).query(
-    { application: application === null ? null : application.toLowerCase(), type: q.type, archived: q.archived, search: q.search },
+    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search },
     q.after,
     q.limit,
   );

@@ -6,7 +6,7 @@
  * 429 through the one admission path); ETag and 304; and the decoded feed evaluates as the server.
  */
 import t from 'tap';
-import { decodeFeed } from '../../../src/feed/decode.js';
+import { decodeFeed } from '../../../src/engine/feed-decode.js';
 import { evaluateFlag } from '../../../src/engine/index.js';
 import { createOrg, OPERATOR_TOKEN, evalFlag, evalKey, expectProblem, makeKey, must, postConfig, postFlag, putFlag, setKillSwitch, startNode } from '../../helpers/flags.js';
 import type { TestNode } from '../../helpers/node.js';

@@ -9,7 +9,7 @@
  * problem+json with Retry-After).
  */
 import t from 'tap';
-import { applyFeedChange, readFeedSnapshot, type FeedSnapshot } from '../../../src/feed/decode.js';
+import { applyFeedChange, readFeedSnapshot, type FeedSnapshot } from '../../../src/engine/feed-decode.js';
 import { loadNativeUws } from '../../../src/http/uws.js';
 import type { TestNode } from '../../helpers/node.js';
 import { openSse, within, type SseStream } from '../../helpers/sse.js';

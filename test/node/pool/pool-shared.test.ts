@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { authenticate } from '../../../src/auth/authenticate.js';
-import { evaluateForKey } from '../../../src/features/evaluation/service.js';
+import { evaluateHere as evaluateForKey } from '../../../src/evaluation/evaluate.js';
 import { createFlag, createKey, evaluate, startTestNode, upsertConfig, type TestNode } from '../../helpers/node.js';
 
 t.setTimeout(300_000);

@@ -19,7 +19,7 @@ t.test('pool evaluations match front-thread evaluations and read their writes', 
   const sentBefore = pooled.node.runtime.pool!.itemsSent;
   const answers = await Promise.all(users.map((u) => evaluate(pooled, ek, 'p', { userId: u, stage: 'production', context: { plan: 'pro' } }, true)));
   t.equal(pooled.node.runtime.pool!.itemsSent - sentBefore, users.length, 'every evaluation went through the workers');
-  const { evaluateForKey } = await import('../../../src/features/evaluation/service.js');
+  const { evaluateHere: evaluateForKey } = await import('../../../src/evaluation/evaluate.js');
   const { authenticate } = await import('../../../src/auth/authenticate.js');
   const auth = await authenticate(pooled.node.runtime, ek, () => 'eval');
   let same = 0;

@@ -2,7 +2,6 @@
 import t, { type Test } from 'tap';
 import {
   has,
-  OrgWideEvaluatorError,
   inApplicationScope,
   principalOf,
   requireAdmin,
@@ -13,7 +12,7 @@ import {
   requireUnscoped,
   type Principal,
 } from '../../../src/auth/permissions.js';
-import { VexilError } from '../../../src/domain/errors.js';
+import { OrgWideEvaluatorError, VexilError } from '../../../src/domain/errors.js';
 import type { ManagementKey, Permission } from '../../../src/domain/types.js';
 
 const key = (permissions: Permission[], application: string | null = null, environment: string | null = null): ManagementKey => ({

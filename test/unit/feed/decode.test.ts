@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import type { Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../../../src/domain/types.js';
 import { buildSnapshot, evaluateFlag } from '../../../src/engine/index.js';
-import { decodeFeed, readFeedSnapshot } from '../../../src/feed/decode.js';
+import { decodeFeed, readFeedSnapshot } from '../../../src/engine/feed-decode.js';
 import { feedBody, feedParts } from '../../../src/feed/feed.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');

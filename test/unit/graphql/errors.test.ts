@@ -5,7 +5,9 @@
  */
 import { GraphQLError } from 'graphql';
 import t from 'tap';
-import { VexilError } from '../../../src/domain/errors.js';
+import { OrgWideEvaluatorError, VexilError } from '../../../src/domain/errors.js';
+import { errorReply } from '../../../src/http/problem.js';
+import { requireEvaluator, principalOf } from '../../../src/auth/permissions.js';
 import { GraphQLExecutor } from '../../../src/graphql/execute.js';
 import { createLogger } from '../../../src/util/log.js';
 
@@ -25,6 +27,23 @@ t.test('a VexilError keeps its code and REST status', async (t) => {
 t.test('AUTH_NOT_AUTHORIZED has no status', async (t) => {
   const f = ex.formatError(fieldError(new VexilError('AUTH_NOT_AUTHORIZED', 'no')), false);
   t.same(f.extensions, { code: 'AUTH_NOT_AUTHORIZED' });
+});
+
+t.test("an organization-wide key's evaluation: AUTH_NOT_AUTHORIZED without status in GraphQL, 403 FORBIDDEN over HTTP (one owner: domain/errors.ts)", async (t) => {
+  const key = { id: 'k', orgId: 'o', name: 'n', permissions: ['CanEvaluate' as const], application: null, environment: null, disabled: false, createdAt: '2026-01-01T00:00:00.000Z', rotatedAt: null };
+  let err: unknown;
+  try {
+    requireEvaluator(principalOf(key));
+  } catch (e) {
+    err = e;
+  }
+  t.ok(err instanceof OrgWideEvaluatorError, 'the permission check raises the org-wide error');
+  const f = ex.formatError(fieldError(err), false);
+  t.same(f.extensions, { code: 'AUTH_NOT_AUTHORIZED' }, 'GraphQL: AUTH_NOT_AUTHORIZED, no status');
+  t.equal(f.message, (err as Error).message);
+  const reply = errorReply(err as VexilError);
+  t.equal(reply.status, 403, 'HTTP: 403');
+  t.match(reply.body, { code: 'FORBIDDEN', status: 403 }, 'HTTP: FORBIDDEN');
 });
 
 t.test('INTERNAL and unexpected errors: 500 without internals, logged', async (t) => {

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { REASON_CODES, type Evaluation } from '../../../src/domain/types.js';
-import { ofrepJson, REASON_MAP } from '../../../src/ofrep/answer.js';
+import { ofrepJson, REASON_MAP } from '../../../src/engine/ofrep-answer.js';
 import { OfrepError } from '../../../src/ofrep/errors.js';
 import { etagMatches } from '../../../src/ofrep/etag.js';
 import { parseOfrepRequest } from '../../../src/ofrep/request.js';

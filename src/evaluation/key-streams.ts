@@ -20,7 +20,7 @@ import { VexilError } from '../domain/errors.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import type { SnapshotRegistry, Touches } from '../snapshots/registry.js';
 import type { Logger } from '../util/log.js';
-import type { KeyCache } from './key-cache.js';
+import type { KeyCache } from '../auth/key-cache.js';
 
 /** What the HTTP front hands a streamed reply (structurally its StreamSink). */
 export interface EventSink {

@@ -3,7 +3,7 @@
  * code mapped to OFREP's reason (a matched rule that splits is SPLIT), serialised by hand. Pure.
  */
 import type { Evaluation, ReasonCode } from '../domain/types.js';
-import { selectConfig, type CompiledFlag, type CompiledRule } from '../engine/index.js';
+import { selectConfig, type CompiledFlag, type CompiledRule } from './index.js';
 
 export type OfrepReason = 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DISABLED' | 'UNKNOWN';
 

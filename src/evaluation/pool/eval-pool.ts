@@ -15,12 +15,12 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
-import { badRequest, VexilError } from '../domain/errors.js';
-import type { Evaluation } from '../domain/types.js';
-import type { SnapshotRegistry } from '../snapshots/registry.js';
-import { SharedStoreWriter } from '../snapshots/shared-store.js';
-import { projectPath } from '../util/paths.js';
-import type { Logger } from '../util/log.js';
+import { badRequest, VexilError } from '../../domain/errors.js';
+import type { Evaluation } from '../../domain/types.js';
+import type { SnapshotRegistry } from '../../snapshots/registry.js';
+import { SharedStoreWriter } from '../../snapshots/shared-store.js';
+import { projectPath } from '../../util/paths.js';
+import type { Logger } from '../../util/log.js';
 import { HandOffPolicy, type HandOffMode, type Transport } from './handoff.js';
 import {
   decodeLines,
@@ -29,6 +29,7 @@ import {
   encodeLines,
   type EvalItem,
   type EvalOutcome,
+  type BulkItem,
   type EvalTask,
   type GraphQLItem,
   type PoolItem,
@@ -135,6 +136,9 @@ export class EvalPool {
 
   /** Whether a request with `evaluations` evaluations should go to the workers (handoff.ts). */
   wants(transport: Transport, evaluations: number): boolean {
+    // OFREP bulk was always answered on the front thread: it goes to the workers only when it fits
+    // in the queue, so that placing it never answers 503 where the front thread answered.
+    if (transport === 'bulk' && this.queued + evaluations > this.queueMax) return false;
     return this.policy.handOff(transport, evaluations, this.queued);
   }
 
@@ -166,6 +170,11 @@ export class EvalPool {
     return ((await this.submit({ kind: 'graphql', ...item }, 'graphql', evaluations)) as { graphql: string }).graphql;
   }
 
+  /** OFREP bulk over `evaluations` flags in a worker; resolves with the answers joined with commas. */
+  async bulk(item: Omit<BulkItem, 'kind'>, evaluations: number): Promise<string> {
+    return ((await this.submit({ kind: 'bulk', ...item }, 'bulk', evaluations)) as { bulk: string }).bulk;
+  }
+
   private submit(item: PoolItem, transport: Transport, weight: number): Promise<EvalOutcome> {
     if (this.queued + weight > this.queueMax) {
       this.refused++;
@@ -177,7 +186,7 @@ export class EvalPool {
       line = encodeItem(item);
     } catch (err) {
       if (err instanceof RangeError) {
-        return Promise.reject(badRequest(item.kind === 'eval' ? 'context is nested too deeply' : 'variables are nested too deeply'));
+        return Promise.reject(badRequest(item.kind === 'graphql' ? 'variables are nested too deeply' : 'context is nested too deeply'));
       }
       throw err;
     }

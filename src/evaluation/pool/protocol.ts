@@ -16,10 +16,10 @@
  * (a context nested deeper than the stack allows) fails its own request there and never reaches a
  * worker. The answers come back the same way: one line per item, tagged by its first character.
  */
-import type { Principal } from '../auth/permissions.js';
-import type { Evaluation } from '../domain/types.js';
+import type { Principal } from '../../auth/permissions.js';
+import type { Evaluation } from '../../domain/types.js';
 
-export type { StoreMessage } from '../snapshots/shared-store.js';
+export type { StoreMessage } from '../../snapshots/shared-store.js';
 
 export interface EvalItem {
   kind: 'eval';
@@ -47,10 +47,27 @@ export interface GraphQLItem {
   variables: Record<string, unknown> | null;
 }
 
+/**
+ * OFREP bulk after step 1 (evaluation/bulk.ts): the worker evaluates the flags named, the scope's
+ * flags as the front thread listed them at `version` (a worker's view lists no flags), and
+ * answers the evaluationSuccess answers joined with commas.
+ */
+export interface BulkItem {
+  kind: 'bulk';
+  orgId: string;
+  version: number;
+  flags: string[];
+  /** A BulkRequest (evaluation/bulk.ts). */
+  scope: { application: string; stage: string };
+  userId: string;
+  clientId: string | null;
+  context: Record<string, unknown> | null;
+}
+
 /** A Principal as JSON carries it (its permission set as an array). */
 export type SerialPrincipal = Omit<Principal, 'permissions'> & { permissions: string[] };
 
-export type PoolItem = EvalItem | GraphQLItem;
+export type PoolItem = EvalItem | GraphQLItem | BulkItem;
 
 /** One Piscina task: a batch of encoded items (`encodeItem` lines joined by '\n', UTF-8). */
 export interface EvalTask {
@@ -59,8 +76,8 @@ export interface EvalTask {
 }
 
 export type PoolError = { error: 'NOT_FOUND' | 'INTERNAL'; message: string };
-/** An evaluation, a serialised GraphQL response, an error, or "not yet: hand it out again". */
-export type EvalOutcome = Evaluation | { graphql: string } | PoolError | { retry: true };
+/** An evaluation, a serialised GraphQL response, OFREP bulk's answers, an error, or "not yet: hand it out again". */
+export type EvalOutcome = Evaluation | { graphql: string } | { bulk: string } | PoolError | { retry: true };
 
 export interface WorkerData {
   channel: string;
@@ -107,6 +124,7 @@ export function decodeItem(line: string): PoolItem {
 /** Answer tags: the first character of each answer line. */
 const TAG_EVAL = 'V';
 const TAG_GRAPHQL = 'G';
+const TAG_BULK = 'B';
 const TAG_ERROR = 'E';
 const TAG_RETRY = 'R';
 
@@ -114,12 +132,14 @@ export function encodeOutcome(o: EvalOutcome): string {
   if ('retry' in o) return TAG_RETRY;
   if ('error' in o) return TAG_ERROR + JSON.stringify(o);
   if ('graphql' in o) return TAG_GRAPHQL + o.graphql;
+  if ('bulk' in o) return TAG_BULK + o.bulk;
   return TAG_EVAL + JSON.stringify(o);
 }
 
 export function decodeOutcome(line: string): EvalOutcome {
   const tag = line.charAt(0);
   if (tag === TAG_GRAPHQL) return { graphql: line.slice(1) };
+  if (tag === TAG_BULK) return { bulk: line.slice(1) };
   if (tag === TAG_RETRY) return { retry: true };
   if (tag === TAG_EVAL || tag === TAG_ERROR) return JSON.parse(line.slice(1)) as EvalOutcome;
   return { error: 'INTERNAL', message: 'Malformed answer from an evaluation worker' };

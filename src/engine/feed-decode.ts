@@ -8,7 +8,7 @@
  * bundles this module.
  */
 import type { Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../domain/types.js';
-import { buildSnapshot, compileFlag, compileSegment, putFlag, type CompiledSegment, type OrgSnapshot } from '../engine/index.js';
+import { buildSnapshot, compileFlag, compileSegment, putFlag, type CompiledSegment, type OrgSnapshot } from './index.js';
 
 /** The format this module reads and the server writes (`format` in every body and event). */
 export const FEED_FORMAT = 1;
