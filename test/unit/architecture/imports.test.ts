@@ -196,7 +196,7 @@ t.test('the walk sees what it must: a type-only import is not loaded, a package 
 });
 
 t.test('each side of the management boundary builds only what it runs (src/management/boundary.ts)', async (t) => {
-  const front = importGraph('src/node.ts');
+  const { files: front } = importGraph('src/node.ts');
   t.ok(front.has('src/management/boundary.ts') && front.has('src/management/front-routes.ts'), 'the front admits from the admission table');
   const handlers = [...front].filter(
     (f) =>
@@ -206,13 +206,13 @@ t.test('each side of the management boundary builds only what it runs (src/manag
       /^src\/graphql\/(resolvers|routes)\.ts$/.test(f),
   );
   t.same(handlers.filter((f) => f !== 'src/features/ui/routes.ts'), [], 'the front imports no management handler, service or write');
-  const actor = importGraph('workers/management.ts');
+  const { files: actor } = importGraph('workers/management.ts');
   t.ok(actor.has('src/management/handlers.ts') && actor.has('src/management/boundary.ts'), 'the actor checks its handlers against the admission table');
   const admission = [...actor].filter(
     (f) =>
       /^src\/auth\/(admission|admission-state|authenticate|key-cache|auth-failures)\.ts$/.test(f) ||
       /^src\/ratelimit\//.test(f) ||
-      /^src\/(pool|cluster)\//.test(f) ||
+      /^src\/(evaluation\/pool|cluster)\//.test(f) ||
       /^src\/management\/(front-routes|handle|priority)\.ts$/.test(f) ||
       /^src\/graphql\/admit\.ts$/.test(f) ||
       /^src\/http\/(front|uws-front|node-front|uws)\.ts$/.test(f),
