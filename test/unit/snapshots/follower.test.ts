@@ -84,6 +84,17 @@ t.test('each change is read once, and the follower applies what the reader read'
   await n.reader.apply(w2);
   t.same(n.reads, { changes: 2, organization: 4 }, 'a hint at or below the version held reads nothing');
   t.same(n.heard, [[1, 'all'], [2, { flag: 'a' }], [3, { flag: 'b' }]], "the follower's listeners hear each version once, in order");
+
+  // A new reader (a restarted actor) loads every organization and sends it: the follower keeps
+  // what it holds at that version, and follows the new reader's updates from there.
+  const again = new SnapshotRegistry(n.source);
+  again.onUpdate((u) => n.follower.accept(structuredClone(u)));
+  const held = n.follower.peek('o1');
+  await again.get('o1');
+  t.equal(n.follower.peek('o1'), held, 'a whole load at the version held is not rebuilt');
+  t.equal(n.heard.length, 3, 'and not announced');
+  await again.apply(n.write({ flag: 'a' }, () => n.db.flags.set('a', flag({ name: 'a', description: 'after restart' }))));
+  t.equal(n.follower.peek('o1')?.flags.get('a')?.flag.description, 'after restart', "the new reader's next delta applies");
 });
 
 t.test('a rename: the organization read whole once reaches the follower', async (t) => {
