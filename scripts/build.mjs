@@ -38,7 +38,7 @@ export const STEPS = [
     name: 'server',
     inputs: ['tsconfig.json', 'package-lock.json', 'src', 'workers', 'bench', 'packages/openfeature-provider/src'],
     sources: TS, // not bench/results/
-    outputs: ['dist/src/main.js', 'dist/workers/management.js', 'dist/workers/evaluator.js'],
+    outputs: ['dist/src/main.js'], // the workers are emitted with it (and their entry points may move)
     // --incremental: after a one-file change tsc re-checks and re-emits only what that file reaches.
     commands: (root) => [[node, tsc(root), '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo']],
     // tsc trusts its build info: outputs deleted by hand are only re-emitted without it.
