@@ -195,22 +195,12 @@ export class ManagementActor {
       case 'read':
         this.snapshotReads.set(m.kind, (this.snapshotReads.get(m.kind) ?? 0) + 1);
         return;
-      case 'synced': {
-        const p = this.pending.get(m.id);
-        if (p === undefined) return;
-        this.pending.delete(m.id);
-        if (m.error !== undefined) p.reject(toError(m.error));
-        else p.resolve(undefined);
+      case 'synced':
+        this.settle(m.id, m.error, undefined);
         return;
-      }
-      case 'rows': {
-        const p = this.pending.get(m.id);
-        if (p === undefined) return;
-        this.pending.delete(m.id);
-        if (m.error !== undefined) p.reject(toError(m.error));
-        else p.resolve(m.rows);
+      case 'rows':
+        this.settle(m.id, m.error, m.rows);
         return;
-      }
       case 'event': {
         let work: Promise<void> | void;
         try {
@@ -232,6 +222,15 @@ export class ManagementActor {
       default:
         return;
     }
+  }
+
+  /** Answers the pending call `id` (a `rows` or `synced` message): its error, or its value. */
+  private settle(id: number, error: ErrorData | undefined, value: unknown): void {
+    const p = this.pending.get(id);
+    if (p === undefined) return;
+    this.pending.delete(id);
+    if (error !== undefined) p.reject(toError(error));
+    else p.resolve(value);
   }
 
   private call<T>(message: (id: number) => ToActor): Promise<T> {
