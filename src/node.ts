@@ -17,8 +17,6 @@ import { LocalBus, type Bus } from './cluster/bus.js';
 import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
 import { Membership, type PeerRegistry } from './cluster/membership.js';
-import { liveNodes, removeNode, touchNode } from './cluster/node-store.js';
-import { orgVersions } from './features/organizations/store.js';
 import type { ClusterEvent } from './cluster/bus.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { managementFrontRoutes } from './management/front-routes.js';
@@ -113,7 +111,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     const rt: FrontRuntime = {
       config,
       snapshots,
-      ...admissionState(config, db),
+      ...admissionState(config, actor.asks),
       bus,
       log,
       pool: null,
@@ -142,17 +140,17 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     // Warm every organization's snapshot so the first evaluation does no database work (the
     // actor's warm load sent those it held; an organization created since is read now).
     const warmStart = performance.now();
-    for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
+    for (const orgId of (await actor.asks.orgVersions()).keys()) await snapshots.get(orgId);
     log.info('snapshots loaded', { orgs: snapshots.loadedOrgIds().length, ms: Math.round(performance.now() - warmStart) });
     // Listen before subscribing, then look once: a change committed before the subscription (while
     // the actor loaded, say) is found by that poll, any later one arrives as a hint.
-    const sync = new ClusterSync(() => orgVersions(db), snapshots, rt.keys, bus, log.child({ component: 'sync' }), { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
+    const sync = new ClusterSync(() => actor.asks.orgVersions(), snapshots, rt.keys, bus, log.child({ component: 'sync' }), { pollMs: config.syncPollMs, safetyPollMs: config.syncSafetyPollMs });
     if (bus instanceof NatsBus) await bus.start();
     await sync.pollNow();
     // Peers are confirmed by the database's cluster_nodes (membership.ts); a single node has none.
     const peers: PeerRegistry | null =
       bus instanceof NatsBus
-        ? { register: () => touchNode(db, config.nodeId), live: () => liveNodes(db), leave: () => removeNode(db, config.nodeId) }
+        ? { register: () => actor.asks.registerNode(config.nodeId), live: () => actor.asks.liveNodes(), leave: () => actor.asks.removeNode(config.nodeId) }
         : null;
     const membership = new Membership(
       bus,
@@ -189,7 +187,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       metrics,
       metricsToken: config.metricsToken,
       authFailures: rt.authFailures,
-      dbHealth: new DbHealth(db),
+      dbHealth: new DbHealth(() => actor.asks.ping()),
       draining: () => exchanges.draining,
       clusterNodes: () => membership.nodes,
       bus: busState,

@@ -4,19 +4,18 @@
  * Only the front builds it: the management actor admits nothing.
  */
 import type { Config } from '../config.js';
-import { findKeyByHash, findKeyWithHash } from '../features/keys/store.js';
 import { RateLimiter } from '../ratelimit/token-bucket.js';
 import type { FrontRuntime } from '../runtime.js';
-import type { Queryable } from '../storage/database.js';
+import type { FrontAsks } from '../management/mailbox.js';
 import { AuthFailureBudget } from './auth-failures.js';
 import { KeyCache } from './key-cache.js';
 
-export function admissionState(config: Config, db: Queryable): Pick<FrontRuntime, 'keys' | 'limiter' | 'authFailures'> {
+export function admissionState(config: Config, asks: Pick<FrontAsks, 'keyByHash' | 'keyById'>): Pick<FrontRuntime, 'keys' | 'limiter' | 'authFailures'> {
   return {
-    keys: new KeyCache((hash) => findKeyByHash(db, hash), {
+    keys: new KeyCache((hash) => asks.keyByHash(hash), {
       ttlMs: config.keyCacheTtlMs,
       staleMaxMs: config.keyStaleMaxMs,
-      loadById: (keyId) => findKeyWithHash(db, keyId),
+      loadById: (keyId) => asks.keyById(keyId),
     }),
     limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
     authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),

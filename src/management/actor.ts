@@ -38,7 +38,8 @@ import type { Logger } from '../util/log.js';
 import { isIdempotentWrite, type ManagementHandler } from './boundary.js';
 import { managementHandlers } from './handlers.js';
 import { withIdempotency } from './idempotency.js';
-import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, type ErrorData, type FromActor, type InitMessage, type ToActor } from './mailbox.js';
+import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, type ErrorData, type FromActor, type InitMessage, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
+import { frontAsks } from './front-asks.js';
 import { pieceWriter, type ActorPort } from './transport.js';
 /** How long a request waits for the replica to reach the front's version before it reads what changed itself. */
 const CATCH_UP_MS = 2000;
@@ -115,6 +116,8 @@ export class ManagementActorMain {
   private readonly started: Promise<void>;
   private markStarted!: () => void;
   private closing = false;
+  /** The front's asks over this actor's database (front-asks.ts), made on the first ask. */
+  private asks: FrontAsks | null = null;
   /** Applies due schedules (features/schedules/runner.ts); set once started. */
   private runner: ScheduleRunner | null = null;
   /** Counts its own evaluations (a management GraphQL document may evaluate), sent to the front with each reply. */
@@ -170,6 +173,9 @@ export class ManagementActorMain {
         return;
       case 'request':
         void this.request(m.id, m.route, m);
+        return;
+      case 'ask':
+        void this.ask(m.id, m.name, m.args);
         return;
       case 'query':
         void this.query(m.id, m.text, m.params, m.exec);
@@ -394,6 +400,22 @@ export class ManagementActorMain {
     }
   }
 
+  /** One of the front's asks (mailbox.ts `FrontAsks`), answered from the database. */
+  private async ask(id: number, name: AskName, args: unknown[]): Promise<void> {
+    if (!(await this.whenStarted())) {
+      this.post({ t: 'answer', id, error: errorData(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })) });
+      return;
+    }
+    try {
+      this.asks ??= frontAsks(this.rt.db);
+      const answer = (this.asks[name] as (...a: unknown[]) => Promise<unknown>)(...args);
+      this.post({ t: 'answer', id, value: await answer });
+    } catch (err) {
+      this.post({ t: 'answer', id, error: errorData(err) });
+    }
+  }
+
+  /** SQL from tests and operators (VexilNode.db); the front's own code asks by name instead. */
   private async query(id: number, text: string, params: unknown[] | undefined, exec: boolean): Promise<void> {
     if (!(await this.whenStarted())) {
       this.post({ t: 'rows', id, error: errorData(new VexilError('UNAVAILABLE', 'The database is unavailable; try again later', { retryAfter: 1 })) });

@@ -18,7 +18,7 @@ import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.
 import type { Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
 import type { Logger } from '../util/log.js';
-import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor } from './mailbox.js';
+import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
 import { ActorPriority, type ActorPriorityMode } from './priority.js';
 import { spawnActor, type ActorLink } from './transport.js';
 
@@ -201,6 +201,9 @@ export class ManagementActor {
       case 'rows':
         this.settle(m.id, m.error, m.rows);
         return;
+      case 'answer':
+        this.settle(m.id, m.error, m.value);
+        return;
       case 'event': {
         let work: Promise<void> | void;
         try {
@@ -279,7 +282,27 @@ export class ManagementActor {
     if (!this.closing && this.alive) this.link.post(m);
   }
 
-  /** The database as the front reads it: every query runs in the actor. The front has no transactions: writes are the actor's. */
+  /** The front's own reads, by name (mailbox.ts `FrontAsks`): each runs in the actor. */
+  readonly asks: FrontAsks = (() => {
+    const ask =
+      <N extends AskName>(name: N) =>
+      (...args: Parameters<FrontAsks[N]>): ReturnType<FrontAsks[N]> =>
+        this.call((id) => ({ t: 'ask', id, name, args })) as ReturnType<FrontAsks[N]>;
+    return {
+      keyByHash: ask('keyByHash'),
+      keyById: ask('keyById'),
+      orgVersions: ask('orgVersions'),
+      registerNode: ask('registerNode'),
+      liveNodes: ask('liveNodes'),
+      removeNode: ask('removeNode'),
+      ping: ask('ping'),
+    };
+  })();
+
+  /**
+   * SQL run in the actor, for tests and operators (VexilNode.db); the front's own code uses `asks`.
+   * No transactions: writes are the actor's.
+   */
   readonly reads: FrontReads = (() => {
     const self = this;
     return {

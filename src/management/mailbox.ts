@@ -26,8 +26,10 @@
  *   front ──change───────────▶ actor    a hint (bus, version poll): the replica reads what changed
  *   front ──load─────────────▶ actor    the front's first use of an organization: read it whole
  *   front ◀─synced──────────── actor    a `change` or `load` is done (its updates came before)
- *   front ──query────────────▶ actor    the front's own reads: key lookups, version polls
- *   front ◀─rows────────────── actor
+ *   front ──ask──────────────▶ actor    the front's own reads, by name (FrontAsks): key lookups,
+ *   front ◀─answer──────────── actor    version polls, cluster membership, the health check
+ *   front ──query────────────▶ actor    SQL from tests and operators (VexilNode.db), never from
+ *   front ◀─rows────────────── actor    the front's own code
  *   front ◀─log─────────────── actor    a log line, written by the front's logger
  *   front ──close────────────▶ actor    close the database and exit
  *
@@ -39,7 +41,7 @@
 import type { Principal } from '../auth/permissions.js';
 import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
-import type { ReasonCode } from '../domain/types.js';
+import type { ManagementKey, ReasonCode } from '../domain/types.js';
 import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
 
 /** Who the front admitted a request as. */
@@ -74,6 +76,7 @@ export interface InitMessage {
 export type ToActor =
   | InitMessage
   | { t: 'request'; id: number; route: string; fields: RequestFields; admission: Admission }
+  | { t: 'ask'; id: number; name: AskName; args: unknown[] }
   | { t: 'query'; id: number; text: string; params: unknown[] | undefined; exec: boolean }
   /** A hint above the version the front holds; answered `synced` once the replica holds it. */
   | { t: 'change'; id: number; change: Change }
@@ -92,6 +95,28 @@ export interface ErrorData {
   retryAfter?: number;
 }
 
+/**
+ * What the front's own code asks the actor, by name: the front holds no SQL (the stores are the
+ * actor's, management/front-asks.ts answers these), so what it may read or record is this list.
+ */
+export interface FrontAsks {
+  /** The key whose value hashes to `hash` (a key-cache miss). */
+  keyByHash(hash: string): Promise<ManagementKey | null>;
+  /** A key and its hash by id (a cached key's re-check). */
+  keyById(id: string): Promise<{ key: ManagementKey; hash: string } | null>;
+  /** Every organization's committed version (the version poll, the start). */
+  orgVersions(): Promise<Map<string, number>>;
+  /** Registers or refreshes this node in `cluster_nodes` (membership). */
+  registerNode(nodeId: string): Promise<void>;
+  /** The nodes whose `cluster_nodes` rows are fresh. */
+  liveNodes(): Promise<Set<string>>;
+  /** This node leaving on purpose. */
+  removeNode(nodeId: string): Promise<void>;
+  /** Whether the database answers (`/readyz`). */
+  ping(): Promise<void>;
+}
+export type AskName = keyof FrontAsks;
+
 export type FromActor =
   | { t: 'ready'; generatedAdminKey: string | null; kind: 'pglite' | 'postgres' }
   | { t: 'failed'; message: string }
@@ -101,6 +126,7 @@ export type FromActor =
   | { t: 'piece'; id: number; slot: number; length: number; last: boolean }
   /** Evaluations a request ran, by reason (sent before its reply). */
   | { t: 'counts'; counts: [ReasonCode, number][] }
+  | { t: 'answer'; id: number; value?: unknown; error?: ErrorData }
   | { t: 'rows'; id: number; rows?: unknown[]; error?: ErrorData }
   | { t: 'event'; event: ClusterEvent }
   /** What the actor's replica applied, in order, with the data it read (registry.ts `OrgUpdate`). */

@@ -4,15 +4,14 @@
  * answer older than `ttlMs` waits for the fresh one, so a cut database shows within about
  * `ttlMs + timeoutMs` however often the load balancer asks.
  */
-import type { Queryable } from '../storage/database.js';
-
 export class DbHealth {
   private checkedAt = -Infinity;
   private ok = true;
   private pending: Promise<boolean> | null = null;
 
   constructor(
-    private readonly db: Queryable,
+    /** One cheap statement (the actor's `select 1`, mailbox.ts `FrontAsks.ping`). */
+    private readonly ping: () => Promise<unknown>,
     private readonly ttlMs = 1000,
     private readonly timeoutMs = 1000,
     private readonly now: () => number = performance.now.bind(performance),
@@ -32,7 +31,7 @@ export class DbHealth {
     const timeout = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), this.timeoutMs);
     });
-    const query = this.db.query('select 1 as ok').then(
+    const query = this.ping().then(
       () => true,
       () => false,
     );

@@ -206,6 +206,8 @@ t.test('each side of the management boundary builds only what it runs (src/manag
       /^src\/graphql\/(resolvers|routes)\.ts$/.test(f),
   );
   t.same(handlers.filter((f) => f !== 'src/features/ui/routes.ts'), [], 'the front imports no management handler, service or write');
+  const sql = [...front].filter((f) => /^src\/features\/[^/]+\/store\.ts$/.test(f) || /^src\/(features\/changes-since|features\/snapshot-source)\.ts$/.test(f));
+  t.same(sql, [], 'the front holds no SQL: it asks the actor by name (mailbox.ts FrontAsks)');
   const { files: actor } = importGraph('workers/management.ts');
   t.ok(actor.has('src/management/handlers.ts') && actor.has('src/management/boundary.ts'), 'the actor checks its handlers against the admission table');
   const admission = [...actor].filter(

@@ -1,9 +1,9 @@
 /**
- * SQL for `cluster_nodes` (sql/004_change_log.sql): the nodes that share this database. Each node
+ * SQL for `cluster_nodes` (sql/004_change_log.sql; the management actor runs it for the front, src/cluster/membership.ts): the nodes that share this database. Each node
  * refreshes its own row; a peer's bus heartbeats count only while its row is fresh, so a node's id
- * is confirmed by the database, which no bus message can write (membership.ts).
+ * is confirmed by the database, which no bus message can write (src/cluster/membership.ts).
  */
-import type { Queryable } from '../storage/database.js';
+import type { Queryable } from '../../storage/database.js';
 
 /** A row not refreshed for this long no longer confirms its node. */
 export const NODE_ROW_TTL_S = 30;
