@@ -2,9 +2,11 @@
  * OFREP bulk is placed like every other evaluation (src/evaluation/placement.ts, docs/evaluation.md):
  * with the pool's hand-off policy at `always`, a bulk request runs in a worker as one item, and
  * answers what a node without a pool answers (flags, order, values, reasons); a matching ETag is
- * answered 304 before anything reaches a worker; and it reads its writes.
+ * answered 304 before anything reaches a worker; and it reads its writes. Counted as CONTRACT 10
+ * says: each flag it evaluates in the worker, none for a 304, within 1 s.
  */
 import t from 'tap';
+import { EVALS, scrape, type Scrape } from '../../helpers/metrics.js';
 import { createFlag, createKey, startTestNode, upsertConfig, type TestNode } from '../../helpers/node.js';
 
 const BULK = '/ofrep/v1/evaluate/flags';
@@ -52,4 +54,36 @@ t.test('OFREP bulk runs in a worker as one item and answers what the front threa
   t.equal((await upsertConfig(pooled, 'c-off', { defaultVariantKey: 'on' })).status, 200);
   const after = await pooled.req('POST', BULK, { key: keys[0], body: { context: { targetingKey: 'x', stage: 'production' } } });
   t.match(after.body.flags.find((f: { key: string }) => f.key === 'c-off'), { key: 'c-off', variant: 'on', value: true });
+});
+
+/** Every `vexil_evaluations_total` sample added up. */
+const evaluations = (s: Scrape): number => s.families.get(EVALS)?.metrics.reduce((sum, m) => sum + Number(m.value ?? 0), 0) ?? 0;
+
+/** The node's evaluation total once it reaches `want` (worker counts show within 1 s), or after 1 s. */
+async function evaluationsWithin1s(n: TestNode, want: number): Promise<number> {
+  const end = Date.now() + 1000;
+  let got = evaluations(await scrape(n));
+  while (got < want && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    got = evaluations(await scrape(n));
+  }
+  return got;
+}
+
+t.test('a bulk request in a worker counts each flag it evaluates, a 304 none (CONTRACT 10)', async (t) => {
+  const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
+  const key = await seed(t, n);
+  const pool = n.node.runtime.pool!;
+  const context = { targetingKey: 'user-1', stage: 'production', plan: 'pro' };
+  const before = evaluations(await scrape(n));
+  const sent = pool.itemsSent;
+  const a = await n.req('POST', BULK, { key, body: { context } });
+  t.equal(pool.itemsSent - sent, 1, 'evaluated in a worker');
+  const flags = a.body.flags.length;
+  t.ok(flags >= 4, 'flags were evaluated');
+  t.equal((await evaluationsWithin1s(n, before + flags)) - before, flags, `counted once per flag (${flags}) within 1 s`);
+  const again = await n.req('POST', BULK, { key, body: { context }, headers: { 'if-none-match': a.headers.get('etag')! } });
+  t.equal(again.status, 304);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(evaluations(await scrape(n)) - before, flags, 'the 304 counted nothing');
 });
