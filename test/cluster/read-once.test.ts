@@ -133,7 +133,7 @@ async function convergesAfterReady(t: Test, b: TestNode, ek: string, latest: Map
   t.ok(ms <= 1000, `within ${ms} ms of being ready (≤ 1000)`);
 }
 
-t.test('a node that starts while another writes 100 changes a second converges within 1 s of being ready', { skip }, async (t) => {
+t.test('a node that starts while another writes without pause (aiming at 100 changes a second; the rate reached is printed) converges within 1 s of being ready', { skip }, async (t) => {
   const { a, ek, subject, databaseUrl } = await raceSetup(t);
   const w = writer(a);
   await new Promise((r) => setTimeout(r, 300));
