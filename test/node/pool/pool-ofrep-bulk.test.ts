@@ -70,20 +70,23 @@ async function evaluationsWithin1s(n: TestNode, want: number): Promise<number> {
   return got;
 }
 
-t.test('a bulk request in a worker counts each flag it evaluates, a 304 none (CONTRACT 10)', async (t) => {
-  const n = await startTestNode(t, { env: { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } });
-  const key = await seed(t, n);
-  const pool = n.node.runtime.pool!;
-  const context = { targetingKey: 'user-1', stage: 'production', plan: 'pro' };
-  const before = evaluations(await scrape(n));
-  const sent = pool.itemsSent;
-  const a = await n.req('POST', BULK, { key, body: { context } });
-  t.equal(pool.itemsSent - sent, 1, 'evaluated in a worker');
-  const flags = a.body.flags.length;
-  t.ok(flags >= 4, 'flags were evaluated');
-  t.equal((await evaluationsWithin1s(n, before + flags)) - before, flags, `counted once per flag (${flags}) within 1 s`);
-  const again = await n.req('POST', BULK, { key, body: { context }, headers: { 'if-none-match': a.headers.get('etag')! } });
-  t.equal(again.status, 304);
-  await new Promise((r) => setTimeout(r, 300));
-  t.equal(evaluations(await scrape(n)) - before, flags, 'the 304 counted nothing');
-});
+for (const where of ['worker', 'front thread'] as const) {
+  t.test(`a bulk request on the ${where} counts each flag it evaluates, a 304 none (CONTRACT 10)`, async (t) => {
+    const env = where === 'worker' ? { VEXIL_EVAL_WORKERS: '2', VEXIL_EVAL_HANDOFF: 'always' } : { VEXIL_EVAL_WORKERS: '0' };
+    const n = await startTestNode(t, { env });
+    const key = await seed(t, n);
+    const pool = n.node.runtime.pool;
+    const context = { targetingKey: 'user-1', stage: 'production', plan: 'pro' };
+    const before = evaluations(await scrape(n));
+    const sent = pool?.itemsSent ?? 0;
+    const a = await n.req('POST', BULK, { key, body: { context } });
+    t.equal((pool?.itemsSent ?? 0) - sent, where === 'worker' ? 1 : 0, `evaluated on the ${where}`);
+    const flags = a.body.flags.length;
+    t.ok(flags >= 4, 'flags were evaluated');
+    t.equal((await evaluationsWithin1s(n, before + flags)) - before, flags, `counted once per flag (${flags}) within 1 s`);
+    const again = await n.req('POST', BULK, { key, body: { context }, headers: { 'if-none-match': a.headers.get('etag')! } });
+    t.equal(again.status, 304);
+    await new Promise((r) => setTimeout(r, 300));
+    t.equal(evaluations(await scrape(n)) - before, flags, 'the 304 counted nothing');
+  });
+}
