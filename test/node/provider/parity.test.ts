@@ -63,8 +63,12 @@ const CONDITIONS = [
   { field: 'age', operator: '>=', value: 50 },
   { field: 'userId', operator: 'in', value: ['u1', 'u2', 'u3'] },
   { field: 'device.os', operator: '==', value: 'ios' },
+  // Reserved OpenFeature properties are not evaluation context: conditions on them never match
+  // (the provider strips them for flags whose conditions read them, and hands other flags the context as it is).
+  { field: 'clientId', operator: '==', value: 'ios' },
+  { field: 'targetingKey', operator: 'starts_with', value: 'u1' },
 ];
-const SEGMENTS = ['beta', 'eu', 'adults'];
+const SEGMENTS = ['beta', 'eu', 'adults', 'staged'];
 const HOUR = 3_600_000;
 
 interface Made {
@@ -77,6 +81,7 @@ async function seed(t: TapTest, n: TestNode, admin: string, r: ReturnType<typeof
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'beta', conditions: [{ field: 'plan', operator: '==', value: 'beta' }] } }), 201, 'segment beta');
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'eu', application: 'web', conditions: [{ field: 'country', operator: 'in', value: ['de', 'fr'] }] } }), 201, 'segment eu');
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'adults', conditions: [{ field: 'age', operator: '>=', value: 18 }] } }), 201, 'segment adults');
+  must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'staged', conditions: [{ field: 'stage', operator: '!=', value: 'nowhere' }] } }), 201, 'segment staged');
   const made: Made[] = [];
   const now = Date.now();
   const config = (type: Made['type'], extra: Record<string, unknown>, plain = false) => {
