@@ -6,14 +6,21 @@
  * 1. A node (pinned to CPU 0, VEXIL_EVAL_WORKERS=0) with flag `bench-split`: two rules (country ==
  *    NL → on; plan in [pro, team] → 50 % on / 50 % off), default off. In a child process pinned to
  *    CPU 1 (this file run as a script), a provider loads its feed and evaluates it for 1,000 users
- *    (plan pro: the split rule) three ways, each for VEXIL_BENCH_PROVIDER_SEC (2) s, best of 3:
- *    `provider.resolve` (synchronous), `await provider.resolveBooleanEvaluation` and `await
- *    client.getBooleanValue` (the OpenFeature client layer on top). Then the same evaluation over
- *    REST (`POST /flags/bench-split`), a closed-loop run of the harness (the node's one core).
+ *    (plan pro: the split rule), one evaluation after another, three ways: `provider.resolve`
+ *    (synchronous, Vexil only), `await provider.resolveBooleanEvaluation` (the OpenFeature provider
+ *    interface, what the SDK calls) and `await client.getBooleanValue` (the OpenFeature client on
+ *    top); each the median of VEXIL_BENCH_PROVIDER_ROUNDS (9) rounds of VEXIL_BENCH_PROVIDER_SEC
+ *    (0.5) s, with the spread. With `VEXIL_BENCH_BASE_PROVIDER=<another build's
+ *    packages/openfeature-provider/dist/index.js>`, that bundle is copied under dist/bench (so that
+ *    it imports this tree's `@openfeature/server-sdk`) and measured in the same child, on a domain
+ *    of its own over the same node, the builds alternating round by round (the order swapped every
+ *    pair): each row then gives this build ÷ base, the median of the pairs with their range. Then
+ *    the same evaluation over REST (`POST /flags/bench-split`), a closed-loop run of the harness
+ *    (the node's one core).
  * 2. A node on a copy of the run's seeded 100,000-flag database (bench/seed.ts, once per run, as
  *    large-org): a child process starts a provider on it and reports how long initialize took
  *    (best of three providers in turn; aim ≤ 2 s), split into the snapshot request and decoding, and its memory (RSS and heap,
- *    before and after) and an evaluation.
+ *    before and after) and an evaluation. VEXIL_BENCH_PROVIDER_LOAD=0 leaves this part out.
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
@@ -234,8 +241,9 @@ export const provider: CustomScenario = {
   name: 'provider',
   description:
     'The in-process OpenFeature provider: evaluations/s on one core (CPU 1) for a two-rule flag with a split, through ' +
-    'provider.resolve, resolveBooleanEvaluation and client.getBooleanValue, beside the same evaluation over REST (node on ' +
-    'CPU 0); and initialize on a 100,000-flag feed (time, memory).',
+    'provider.resolve, an awaited resolveBooleanEvaluation and client.getBooleanValue (median of rounds, spread; paired ' +
+    'against VEXIL_BENCH_BASE_PROVIDER when set), beside the same evaluation over REST (node on CPU 0); and initialize on ' +
+    'a 100,000-flag feed (time, memory; VEXIL_BENCH_PROVIDER_LOAD=0 leaves it out).',
   async run(rc) {
     const { opts } = rc;
     const rows: Measurement[] = [];

@@ -63,12 +63,8 @@ const CONDITIONS = [
   { field: 'age', operator: '>=', value: 50 },
   { field: 'userId', operator: 'in', value: ['u1', 'u2', 'u3'] },
   { field: 'device.os', operator: '==', value: 'ios' },
-  // Reserved OpenFeature properties are not evaluation context: conditions on them never match
-  // (the provider strips them for flags whose conditions read them, and hands other flags the context as it is).
-  { field: 'clientId', operator: '==', value: 'ios' },
-  { field: 'targetingKey', operator: 'starts_with', value: 'u1' },
 ];
-const SEGMENTS = ['beta', 'eu', 'adults', 'staged'];
+const SEGMENTS = ['beta', 'eu', 'adults'];
 const HOUR = 3_600_000;
 
 interface Made {
@@ -81,7 +77,6 @@ async function seed(t: TapTest, n: TestNode, admin: string, r: ReturnType<typeof
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'beta', conditions: [{ field: 'plan', operator: '==', value: 'beta' }] } }), 201, 'segment beta');
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'eu', application: 'web', conditions: [{ field: 'country', operator: 'in', value: ['de', 'fr'] }] } }), 201, 'segment eu');
   must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'adults', conditions: [{ field: 'age', operator: '>=', value: 18 }] } }), 201, 'segment adults');
-  must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'staged', conditions: [{ field: 'stage', operator: '!=', value: 'nowhere' }] } }), 201, 'segment staged');
   const made: Made[] = [];
   const now = Date.now();
   const config = (type: Made['type'], extra: Record<string, unknown>, plain = false) => {
@@ -144,6 +139,22 @@ async function seed(t: TapTest, n: TestNode, admin: string, r: ReturnType<typeof
   must(t, await postConfig(n, admin, 'f-child', { defaultVariantKey: 'on' }), 200, 'f-child config');
   made.push({ name: 'f-child', type: 'boolean' });
   await setKillSwitch(n, admin, [{ flag: 'f5' }, { application: 'other', environment: 'development' }]);
+  // Rules on reserved OpenFeature properties (targetingKey, clientId, stage) never match: they are
+  // not evaluation context, directly, through a segment or through a parent. The provider strips
+  // them for such flags and hands every other flag the context as it is.
+  must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'staged', conditions: [{ field: 'stage', operator: '!=', value: 'nowhere' }] } }), 201, 'segment staged');
+  const on = [{ variantKey: 'on', percentage: 100 }];
+  must(t, await postFlag(n, admin, 'f-reserved'), 201, 'f-reserved');
+  must(t, await postConfig(n, admin, 'f-reserved', {
+    rules: [
+      { priority: 1, conditions: [{ field: 'clientId', operator: '==', value: 'ios' }], allocations: on },
+      { priority: 2, conditions: [{ field: 'targetingKey', operator: 'starts_with', value: 'u1' }], allocations: on },
+      { priority: 3, conditions: [], segments: ['staged'], allocations: on },
+    ],
+  }), 200, 'f-reserved config');
+  must(t, await postFlag(n, admin, 'f-reserved-child', { dependencies: [{ flag: 'f-reserved', variants: ['off'] }] }), 201, 'f-reserved-child');
+  must(t, await postConfig(n, admin, 'f-reserved-child', { defaultVariantKey: 'on', rules: [{ priority: 1, conditions: [{ field: 'plan', operator: '==', value: 'pro' }], allocations: [{ variantKey: 'off', percentage: 100 }] }] }), 200, 'f-reserved-child config');
+  made.push({ name: 'f-reserved', type: 'boolean' }, { name: 'f-reserved-child', type: 'boolean' });
   return made;
 }
 
