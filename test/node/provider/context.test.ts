@@ -24,7 +24,7 @@ t.test('a change that makes a flag read a reserved property is applied at the ne
   const key = await evalKey(n, admin, 'web', 'production');
   const { provider, client } = await providerClient(t, { url: n.url, key, stage: 'production' });
 
-  const ctx = { targetingKey: 'u1', plan: 'pro', clientId: 'ios' };
+  const ctx = { targetingKey: 'u1', plan: 'pro', clientId: 'ios', stage: 'production' };
   const answer = async (flag: string) => (await client.getBooleanDetails(flag, false, ctx)).flagMetadata.reasonCode;
   const node = async (flag: string) => (await n.req('POST', `/ofrep/v1/evaluate/flags/${flag}`, { key, body: { context: ctx } })).body.metadata.reasonCode;
   t.equal(await answer('direct'), 'rule_matched', 'plan == pro matches');
