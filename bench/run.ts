@@ -93,7 +93,9 @@ function usage(): string {
     '  large-org   page, search, full list, GraphQL pages, the refused document (VEXIL_BENCH_LARGE_REPS, 10) and the UI',
     '              figures of bench/results/ui-100k.json (VEXIL_BENCH_UI_JSON); both: VEXIL_BENCH_ORG_FLAGS (100000)',
     '  provider    the in-process OpenFeature provider: evaluations/s on one core (resolve, resolveBooleanEvaluation,',
-    '              client.getBooleanValue) beside REST; initialize on a VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_SEC, 2)',
+    '              client.getBooleanValue; median of VEXIL_BENCH_PROVIDER_ROUNDS (9) × VEXIL_BENCH_PROVIDER_SEC (0.5) s) beside REST,',
+    '              paired against VEXIL_BENCH_BASE_PROVIDER=<another build\'s provider dist/index.js> when set; initialize on a',
+    '              VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_LOAD=0: left out)',
   ].join('\n');
 }
 

@@ -8,7 +8,7 @@
  */
 import { clientIdApplication, nameKey, sameName } from '../domain/name-matching.js';
 import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } from '../domain/types.js';
-import { allocationBucket, rolloutBucket } from './hash.js';
+import { allocationBucket, BUCKETS, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
 import type { CompiledConfig, CompiledFlag, OrgSnapshot } from './compiled.js';
 import type { CompiledCondition } from './conditions.js';
@@ -178,12 +178,13 @@ function evaluate(
     }
   }
 
-  // 10. rollout_excluded
-  const bucket = rolloutBucket(flag.name, req.userId);
-  if (bucket >= config.rolloutUpTo) return terminal(config, config.reasons.rolloutExcluded);
-
-  // 11. enrollment_closed
-  if (config.cutoffUpTo !== null && bucket >= config.cutoffUpTo) return terminal(config, config.reasons.enrollmentClosed);
+  // 10. rollout_excluded, 11. enrollment_closed. Buckets are below 10000: a full rollout with open
+  // enrollment excludes no one, and the hash is not computed.
+  if (config.rolloutUpTo < BUCKETS || config.cutoffUpTo !== null) {
+    const bucket = rolloutBucket(flag.name, req.userId);
+    if (bucket >= config.rolloutUpTo) return terminal(config, config.reasons.rolloutExcluded);
+    if (config.cutoffUpTo !== null && bucket >= config.cutoffUpTo) return terminal(config, config.reasons.enrollmentClosed);
+  }
 
   // 12. rule_matched
   const rules = config.rules;

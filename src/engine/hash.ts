@@ -5,7 +5,8 @@
  *   allocationBucket(flag, user) = murmur3(`${flag}:${user}`, 0x5bd1e995) % 10000
  *
  * The result is identical on every node and across versions (docs/evaluation.md pins the formula;
- * test/unit/engine/golden/buckets.json pins 200 concrete values). Pure: no I/O, no Buffer.
+ * test/unit/engine/golden/buckets.json pins 200 concrete values). Pure: no I/O, no Buffer; the only
+ * state is a scratch buffer and the hash state of the last flag name per seed (single-threaded).
  * Lone UTF-16 surrogates are encoded as U+FFFD (EF BF BD), like TextEncoder and Buffer do.
  */
 
@@ -143,17 +144,30 @@ function mixBlock(h: number, k: number): number {
 }
 
 /**
- * murmur3 of `${flagName}:${userId}` without building the concatenated string: ASCII input is
- * streamed straight from the char codes; anything else goes through the UTF-8 scratch buffer.
+ * The murmur3 state after the bytes of `${name}:` for one seed: the running hash, the bytes of the
+ * unfinished block and their count. One per seed, remembered for the last flag name hashed, so that
+ * evaluations of one flag for many users hash only the userId.
  */
-function keyHash(flagName: string, userId: string, seed: number): number {
-  let h = seed | 0;
+interface Prefix {
+  readonly seed: number;
+  name: string | null;
+  h: number;
+  k: number;
+  n: number;
+}
+
+const rolloutPrefix: Prefix = { seed: ROLLOUT_SEED, name: null, h: 0, k: 0, n: 0 };
+const allocationPrefix: Prefix = { seed: ALLOCATION_SEED, name: null, h: 0, k: 0, n: 0 };
+
+/** Sets `p` to the state after `${flagName}:`; false (and `p` unchanged) when the name is not ASCII. */
+function setPrefix(p: Prefix, flagName: string): boolean {
+  let h = p.seed | 0;
   let k = 0;
   let n = 0; // bytes in k
   const la = flagName.length;
   for (let i = 0; i < la; i++) {
     const c = flagName.charCodeAt(i);
-    if (c >= 0x80) return keyHashUtf8(flagName, userId, seed);
+    if (c >= 0x80) return false;
     k |= c << (n << 3);
     if (++n === 4) {
       h = mixBlock(h, k);
@@ -167,10 +181,30 @@ function keyHash(flagName: string, userId: string, seed: number): number {
     k = 0;
     n = 0;
   }
+  p.name = flagName;
+  p.h = h;
+  p.k = k;
+  p.n = n;
+  return true;
+}
+
+/**
+ * murmur3 of `${flagName}:${userId}` without building the concatenated string: the flag name's
+ * part comes from `p` (computed again only when the name changes), the userId's ASCII chars are
+ * streamed straight from their char codes, four at a time once the pending block is full; anything
+ * else goes through the UTF-8 scratch buffer.
+ */
+function keyHash(flagName: string, userId: string, p: Prefix): number {
+  if (p.name !== flagName && !setPrefix(p, flagName)) return keyHashUtf8(flagName, userId, p.seed);
+  let h = p.h;
+  let k = p.k;
+  let n = p.n;
   const lb = userId.length;
-  for (let i = 0; i < lb; i++) {
+  let i = 0;
+  // Complete the block the flag name left unfinished.
+  for (; n !== 0 && i < lb; i++) {
     const c = userId.charCodeAt(i);
-    if (c >= 0x80) return keyHashUtf8(flagName, userId, seed);
+    if (c >= 0x80) return keyHashUtf8(flagName, userId, p.seed);
     k |= c << (n << 3);
     if (++n === 4) {
       h = mixBlock(h, k);
@@ -178,8 +212,23 @@ function keyHash(flagName: string, userId: string, seed: number): number {
       n = 0;
     }
   }
+  const blocks = i + ((lb - i) & ~3);
+  for (; i < blocks; i += 4) {
+    const c0 = userId.charCodeAt(i);
+    const c1 = userId.charCodeAt(i + 1);
+    const c2 = userId.charCodeAt(i + 2);
+    const c3 = userId.charCodeAt(i + 3);
+    if ((c0 | c1 | c2 | c3) >= 0x80) return keyHashUtf8(flagName, userId, p.seed);
+    h = mixBlock(h, c0 | (c1 << 8) | (c2 << 16) | (c3 << 24));
+  }
+  for (; i < lb; i++) {
+    const c = userId.charCodeAt(i);
+    if (c >= 0x80) return keyHashUtf8(flagName, userId, p.seed);
+    k |= c << (n << 3);
+    n++;
+  }
   if (n !== 0) h ^= scramble(k);
-  return fmix(h, la + 1 + lb);
+  return fmix(h, flagName.length + 1 + lb);
 }
 
 function keyHashUtf8(flagName: string, userId: string, seed: number): number {
@@ -192,10 +241,10 @@ function keyHashUtf8(flagName: string, userId: string, seed: number): number {
 
 /** Rollout bucket 0..9999: murmur3(`${flagName}:${userId}`, 0) % 10000. */
 export function rolloutBucket(flagName: string, userId: string): number {
-  return keyHash(flagName, userId, ROLLOUT_SEED) % BUCKETS;
+  return keyHash(flagName, userId, rolloutPrefix) % BUCKETS;
 }
 
 /** Allocation bucket 0..9999, independent of the rollout bucket: murmur3(`${flagName}:${userId}`, 0x5bd1e995) % 10000. */
 export function allocationBucket(flagName: string, userId: string): number {
-  return keyHash(flagName, userId, ALLOCATION_SEED) % BUCKETS;
+  return keyHash(flagName, userId, allocationPrefix) % BUCKETS;
 }

@@ -19,9 +19,9 @@ import {
 } from '@openfeature/server-sdk';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { applyFeedChangeDecoded, decodeFeed, readFeedSnapshot, type FeedChange, type FeedSnapshot } from '../../../src/engine/feed-decode.js';
-import { evaluateFlag, sameName, type OrgSnapshot } from '../../../src/engine/index.js';
+import { evaluateFlag, sameName, type CompiledFlag, type OrgSnapshot } from '../../../src/engine/index.js';
 import { reasonOf } from '../../../src/engine/ofrep-answer.js';
-import { evaluationContextOf } from '../../../src/engine/openfeature-context.js';
+import { evaluationContextOf, isPlainContext, readsReservedContext } from '../../../src/engine/openfeature-context.js';
 
 export interface VexilProviderOptions {
   /** The node's base URL, e.g. `http://vexil:8080`. */
@@ -76,6 +76,12 @@ export class VexilProvider implements Provider {
   private wake: (() => void) | null = null;
   private cacheWriting: Promise<void> | null = null;
   private cacheDirty = false;
+  /**
+   * Per flag of the held data, whether its evaluation can read a reserved context property
+   * (`readsReservedContext`); filled as flags are evaluated, emptied when the data changes. When
+   * not, the engine reads the OpenFeature context as it is instead of a copy without those.
+   */
+  private reservedReaders = new Map<CompiledFlag, boolean>();
 
   constructor(private readonly options: VexilProviderOptions) {
     this.base = options.url.replace(/\/+$/, '');
@@ -153,8 +159,11 @@ export class VexilProvider implements Provider {
         return failed(defaultValue, ErrorCode.INVALID_CONTEXT, 'clientId: expected a non-empty string or null');
       }
       const stage = this.stage;
-      const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evaluationContextOf(context) }, Date.now());
-      const flagMetadata = { reasonCode: ev.reason.code };
+      let reads = this.reservedReaders.get(cf);
+      if (reads === undefined) this.reservedReaders.set(cf, (reads = readsReservedContext(snapshot, cf)));
+      const evalContext = !reads && isPlainContext(context) ? context : evaluationContextOf(context);
+      const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evalContext }, Date.now());
+      const flagMetadata = metadataOf(ev.reason.code);
       const reason = reasonOf(ev, cf, stage, clientId);
       // An outcome without a variant: the code default, as OFREP leaves `value` out.
       if (ev.key === null) return { value: defaultValue, reason, flagMetadata };
@@ -203,6 +212,7 @@ export class VexilProvider implements Provider {
   private hold(feed: FeedSnapshot, snapshot: OrgSnapshot): void {
     this.held = feed;
     this.snapshot = snapshot;
+    this.reservedReaders = new Map();
     this.application = feed.application;
     this.stage = feed.stage;
     this.writeCache();
@@ -353,6 +363,15 @@ export class VexilProvider implements Provider {
 function versionOf(data: string): number | null {
   const m = /^\{"format":1,"version":(\d+),/.exec(data.slice(0, 48));
   return m === null ? null : Number(m[1]);
+}
+
+/** `flagMetadata` of each reason code: one frozen object per code, shared by every answer (the SDK freezes it anyway). */
+const metadata = new Map<string, Readonly<{ reasonCode: string }>>();
+
+function metadataOf(reasonCode: string): Readonly<{ reasonCode: string }> {
+  let m = metadata.get(reasonCode);
+  if (m === undefined) metadata.set(reasonCode, (m = Object.freeze({ reasonCode })));
+  return m;
 }
 
 function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {

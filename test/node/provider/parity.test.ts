@@ -139,6 +139,22 @@ async function seed(t: TapTest, n: TestNode, admin: string, r: ReturnType<typeof
   must(t, await postConfig(n, admin, 'f-child', { defaultVariantKey: 'on' }), 200, 'f-child config');
   made.push({ name: 'f-child', type: 'boolean' });
   await setKillSwitch(n, admin, [{ flag: 'f5' }, { application: 'other', environment: 'development' }]);
+  // Rules on reserved OpenFeature properties (targetingKey, clientId, stage) never match: they are
+  // not evaluation context, directly, through a segment or through a parent. The provider strips
+  // them for such flags and hands every other flag the context as it is.
+  must(t, await n.req('POST', '/api/segments', { key: admin, body: { name: 'staged', conditions: [{ field: 'stage', operator: '!=', value: 'nowhere' }] } }), 201, 'segment staged');
+  const on = [{ variantKey: 'on', percentage: 100 }];
+  must(t, await postFlag(n, admin, 'f-reserved'), 201, 'f-reserved');
+  must(t, await postConfig(n, admin, 'f-reserved', {
+    rules: [
+      { priority: 1, conditions: [{ field: 'clientId', operator: '==', value: 'ios' }], allocations: on },
+      { priority: 2, conditions: [{ field: 'targetingKey', operator: 'starts_with', value: 'u1' }], allocations: on },
+      { priority: 3, conditions: [], segments: ['staged'], allocations: on },
+    ],
+  }), 200, 'f-reserved config');
+  must(t, await postFlag(n, admin, 'f-reserved-child', { dependencies: [{ flag: 'f-reserved', variants: ['off'] }] }), 201, 'f-reserved-child');
+  must(t, await postConfig(n, admin, 'f-reserved-child', { defaultVariantKey: 'on', rules: [{ priority: 1, conditions: [{ field: 'plan', operator: '==', value: 'pro' }], allocations: [{ variantKey: 'off', percentage: 100 }] }] }), 200, 'f-reserved-child config');
+  made.push({ name: 'f-reserved', type: 'boolean' }, { name: 'f-reserved-child', type: 'boolean' });
   return made;
 }
 

@@ -100,6 +100,29 @@ t.test('bucket formulas are pinned', async (t) => {
   t.not(rolloutBucket('ab', 'c'), rolloutBucket('a', 'bc'));
 });
 
+t.test('buckets equal murmur3 of the joined key whatever the names before (the remembered prefix)', async (t) => {
+  // Names of every length modulo 4 (the flag name's unfinished block), non-ASCII names and users,
+  // the two seeds interleaved, the same name again after others.
+  const names = ['', 'a', 'ab', 'abc', 'abcd', 'bench-split', 'flag.v2', 'é', 'ab日', 'x😀', 'golden-flag', 'a'];
+  const users = ['', 'u', 'us', 'use', 'user', 'user-12', 'user-123', 'José', 'ab日c', '😀x', 'x'.repeat(37), 'lone \ud800'];
+  let n = 0;
+  for (let round = 0; round < 2; round++) {
+    for (const f of names) {
+      for (const u of users) {
+        const key = `${f}:${u}`;
+        const r = rolloutBucket(f, u);
+        const a = allocationBucket(f, u);
+        if (r !== murmur3(key, 0) % 10000 || r !== reference(key, 0) % 10000) t.fail(`rollout ${JSON.stringify(key)}`);
+        if (a !== murmur3(key, 0x5bd1e995) % 10000 || a !== reference(key, 0x5bd1e995) % 10000) t.fail(`allocation ${JSON.stringify(key)}`);
+        // Another name in between, for one seed only.
+        rolloutBucket(`${f}-other`, u);
+        n++;
+      }
+    }
+  }
+  t.pass(`${n} keys, both buckets equal the reference`);
+});
+
 t.test('buckets cover 0..9999 and the two hashes are independent', async (t) => {
   let min = Infinity;
   let max = -Infinity;
