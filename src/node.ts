@@ -38,7 +38,7 @@ import { SnapshotRegistry } from './snapshots/registry.js';
 import { VexilError } from './domain/errors.js';
 import { EvalPool } from './evaluation/pool/eval-pool.js';
 import { SnapshotPublisher } from './snapshots/publisher.js';
-import { FrontThreads } from './http/threads/front-threads.js';
+import { FrontThreads, listenShared } from './http/threads/front-threads.js';
 import { planThreads } from './http/threads/plan.js';
 import { createLogger, type Logger } from './util/log.js';
 
@@ -223,7 +223,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     );
     const plan = planThreads(config.frontThreads, config.frontAccept, { kind: front.info.kind, acceptor: front.acceptor !== null });
     if (plan.note !== null) log.warn(`front threads: ${plan.note}`);
-    const port = await front.listen(config.host, config.port);
+    const port = plan.mode === 'reuseport' ? await listenShared((h, p) => front.listen(h, p), config.host, config.port) : await front.listen(config.host, config.port);
     // The other front threads listen on the same port (SO_REUSEPORT) or are handed connections by
     // this thread's app (acceptor): docs/threads.md.
     threads =

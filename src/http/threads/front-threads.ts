@@ -8,6 +8,7 @@
  * spreads connections; with uWebSockets.js's acceptor pattern the main thread's app accepts them
  * and hands each to a thread's app in turn (`Acceptor`), and serves none itself.
  */
+import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import type { KeyCache } from '../../auth/key-cache.js';
@@ -105,6 +106,30 @@ class ThreadLink {
       });
       this.post({ t: 'drain', graceMs });
     });
+  }
+}
+
+/**
+ * Listens on `port` so that other threads may listen on it too. uSockets sets SO_REUSEPORT only on
+ * a port it is given, not on port 0: for 0, a free port is found first (and tried again if it is
+ * taken in between).
+ */
+export async function listenShared(listen: (host: string, port: number) => Promise<number>, host: string, port: number): Promise<number> {
+  if (port !== 0) return listen(host, port);
+  for (let attempt = 1; ; attempt++) {
+    const free = await new Promise<number>((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', reject);
+      probe.listen(0, host, () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    try {
+      return await listen(host, free);
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
   }
 }
 
