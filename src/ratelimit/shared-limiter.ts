@@ -92,6 +92,19 @@ function fmix(h: number): number {
   return h ^ (h >>> 16);
 }
 
+/**
+ * A lock word held by another thread. Its holder keeps it for a few dozen instructions, so spin;
+ * if that is not enough, the holder was descheduled (more threads than cores), and spinning on
+ * would burn the rest of this thread's time slice: sleep 50 µs at a time instead (Atomics.wait
+ * with a timeout; unlocking never notifies, so the hot path stays one store).
+ */
+function lockSlow(words: Int32Array, i: number): void {
+  for (let spins = 0; ; spins++) {
+    if (Atomics.compareExchange(words, i, 0, 1) === 0) return;
+    if (spins >= 200) Atomics.wait(words, i, 1, 0.05);
+  }
+}
+
 export class SharedRateLimiter implements Limiter {
   private readonly control: Int32Array;
   private readonly meta: Int32Array;
@@ -216,9 +229,7 @@ export class SharedRateLimiter implements Limiter {
   }
 
   private lock(m: number): void {
-    while (Atomics.compareExchange(this.meta, m + LOCK, 0, 1) !== 0) {
-      // Held for a few dozen instructions by another thread: spin.
-    }
+    if (Atomics.compareExchange(this.meta, m + LOCK, 0, 1) !== 0) lockSlow(this.meta, m + LOCK);
   }
 
   /** The key's slot with its lock held, or -1 when its set has no room for it. */
@@ -244,9 +255,7 @@ export class SharedRateLimiter implements Limiter {
   /** Under the table-wide insert lock: the key's slot (found again, claimed, or taken over), locked; or -1. */
   private insert(k: number, first: number, nowMs: number): number {
     const { meta, control, values } = this;
-    while (Atomics.compareExchange(control, INSERT_LOCK, 0, 1) !== 0) {
-      // Another thread is placing a key: spin.
-    }
+    if (Atomics.compareExchange(control, INSERT_LOCK, 0, 1) !== 0) lockSlow(control, INSERT_LOCK);
     try {
       const rate = this.rate(k);
       for (let s = first; s < first + WAYS; s++) {
