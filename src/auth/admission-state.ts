@@ -1,10 +1,10 @@
 /**
  * What a node's FrontRuntime holds for admission (docs/api.md#order-of-checks): the key cache, the
- * per-key rate limiter and the per-address failed-authentication budget, built from the settings.
+ * per-key rate limiter (in shared memory, so front threads can attach to it) and the per-address failed-authentication budget, built from the settings.
  * Only the front builds it: the management actor admits nothing.
  */
 import type { Config } from '../config.js';
-import { RateLimiter } from '../ratelimit/token-bucket.js';
+import { SharedRateLimiter } from '../ratelimit/shared-limiter.js';
 import type { FrontRuntime } from '../runtime.js';
 import type { FrontAsks } from '../management/mailbox.js';
 import { AuthFailureBudget } from './auth-failures.js';
@@ -17,7 +17,7 @@ export function admissionState(config: Config, asks: Pick<FrontAsks, 'keyByHash'
       staleMaxMs: config.keyStaleMaxMs,
       loadById: (keyId) => asks.keyById(keyId),
     }),
-    limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
+    limiter: SharedRateLimiter.create({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
     authFailures: new AuthFailureBudget(config.rateLimitAuthFailures),
   };
 }
