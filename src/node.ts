@@ -111,10 +111,11 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             subject: opts.busSubject,
           })
         : new LocalBus());
+    const admission = admissionState(config, actor.asks);
     const rt: FrontRuntime = {
       config,
       snapshots,
-      ...admissionState(config, actor.asks),
+      ...admission,
       bus,
       log,
       pool: null,
@@ -240,7 +241,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             keys: rt.keys,
             publisher: publisher!,
             evalCounts: rt.evalCounts.buffer,
-            limits: null,
+            limits: admission.limiter.memory,
             log: log.child({ component: 'front-threads' }),
           });
     if (threads !== null) {

@@ -17,7 +17,7 @@ import { loadNativeUws, UWS_CANDIDATES } from '../src/http/uws.js';
 import { ofrepSingleRoute } from '../src/ofrep/routes.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
 import { RouteStatsTable } from '../src/ops/route-stats.js';
-import { RateLimiter } from '../src/ratelimit/token-bucket.js';
+import { SharedRateLimiter } from '../src/ratelimit/shared-limiter.js';
 import type { FrontRuntime } from '../src/runtime.js';
 import type { OrgSnapshot } from '../src/engine/index.js';
 import { SharedStoreReader } from '../src/snapshots/shared-store.js';
@@ -70,7 +70,7 @@ const mainThreadOnly = new Proxy(
 );
 
 // What the evaluation routes read here (auth/authenticate.ts, evaluation/evaluate.ts): the keys this
-// thread holds, the shared flag data, the shared buckets; no pool (every front thread evaluates on
+// thread holds, the shared flag data, the node's token buckets; no pool (every front thread evaluates on
 // its own core), no bus, no database.
 const rt = {
   config,
@@ -80,7 +80,7 @@ const rt = {
   now: Date.now,
   keys,
   authFailures: mainThreadOnly,
-  limiter: new RateLimiter({ eval: config.rateLimitEval, mgmt: config.rateLimitMgmt }),
+  limiter: SharedRateLimiter.attach(data.limits),
   snapshots: {
     peek: (orgId: string): OrgSnapshot | undefined => store.view(orgId)?.snapshot,
     get(orgId: string): OrgSnapshot {

@@ -10,7 +10,10 @@ import type { FrontAsks } from '../management/mailbox.js';
 import { AuthFailureBudget } from './auth-failures.js';
 import { KeyCache } from './key-cache.js';
 
-export function admissionState(config: Config, asks: Pick<FrontAsks, 'keyByHash' | 'keyById'>): Pick<FrontRuntime, 'keys' | 'limiter' | 'authFailures'> {
+export function admissionState(
+  config: Config,
+  asks: Pick<FrontAsks, 'keyByHash' | 'keyById'>,
+): Pick<FrontRuntime, 'keys' | 'authFailures'> & { limiter: SharedRateLimiter } {
   return {
     keys: new KeyCache((hash) => asks.keyByHash(hash), {
       ttlMs: config.keyCacheTtlMs,

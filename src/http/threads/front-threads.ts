@@ -13,6 +13,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import type { KeyCache } from '../../auth/key-cache.js';
 import type { RouteStatsSnapshot } from '../../ops/route-stats.js';
+import type { LimiterMemory } from '../../ratelimit/shared-limiter.js';
 import type { SnapshotPublisher } from '../../snapshots/publisher.js';
 import { projectPath } from '../../util/paths.js';
 import type { Logger } from '../../util/log.js';
@@ -38,7 +39,8 @@ export interface FrontThreadsOptions {
   keys: KeyCache;
   publisher: SnapshotPublisher;
   evalCounts: SharedArrayBuffer;
-  limits: unknown;
+  /** The node's per-key token buckets, which every thread takes from. */
+  limits: LimiterMemory;
   log: Logger;
 }
 

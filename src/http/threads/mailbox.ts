@@ -13,7 +13,7 @@ import type { StoreMessage } from '../../snapshots/shared-store.js';
 import type { Method } from '../router.js';
 import type { RouteStatsSnapshot } from '../../ops/route-stats.js';
 import type { Config } from '../../config.js';
-// The limiter's shared memory arrives with the shared token buckets (ratelimit/).
+import type { LimiterMemory } from '../../ratelimit/shared-limiter.js';
 
 /** What a front thread is started with (workerData). */
 export interface ThreadData {
@@ -28,7 +28,7 @@ export interface ThreadData {
   /** The node's evaluation counters (ops/eval-counts.ts). */
   evalCounts: SharedArrayBuffer;
   /** The node's per-key token buckets (ratelimit/token-bucket.ts). */
-  limits: unknown;
+  limits: LimiterMemory;
   /** 1, 2, …: names the thread in logs. */
   index: number;
 }
