@@ -14,7 +14,7 @@ import { RelayClient } from '../src/http/threads/relay.js';
 import { threadRoutes } from '../src/http/threads/thread-routes.js';
 import { createUwsFront } from '../src/http/uws-front.js';
 import { loadNativeUws, UWS_CANDIDATES } from '../src/http/uws.js';
-import { ofrepSingleRoute } from '../src/ofrep/routes.js';
+import { OFREP_PREFIX, ofrepError, ofrepSingleRoute } from '../src/ofrep/routes.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
 import { RouteStatsTable } from '../src/ops/route-stats.js';
 import { SharedRateLimiter } from '../src/ratelimit/shared-limiter.js';
@@ -92,7 +92,12 @@ const rt = {
 } as unknown as FrontRuntime;
 
 const exchanges = new ExchangeContext(log, requests, config.maxAnswerBytes);
-const routes = threadRoutes(data.routes, [...evaluationRoutes(rt), ofrepSingleRoute(rt)], relay, config.corsOrigins ?? []);
+const routes = threadRoutes(data.routes, {
+  local: [...evaluationRoutes(rt), ofrepSingleRoute(rt)],
+  relay,
+  corsOrigins: config.corsOrigins ?? [],
+  errorShapes: [{ prefix: OFREP_PREFIX, onError: ofrepError }],
+});
 const uws = loadNativeUws(UWS_CANDIDATES);
 if (!uws.ok) throw new Error(`Front thread ${data.index}: uWebSockets.js does not load here: ${uws.reasons.join('; ')}`);
 const front = createUwsFront(uws.module, { kind: 'uws', package: uws.name, version: uws.version, fallbackReason: null }, exchanges, routes, config.clientTimeouts);

@@ -51,6 +51,9 @@ function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimit
   return parseOfrepRequest(body, flagKey, limits);
 }
 
+/** Every OFREP route's path starts so; each answers its errors in OFREP's shape (`ofrepError`). */
+export const OFREP_PREFIX = '/ofrep/';
+
 /** Transport and service errors in OFREP's shape, with their status (domain/errors.ts); 429 keeps Retry-After. */
 export function ofrepError(err: VexilError): Reply {
   return { status: err.status, body: ofrepErrorBody(err), headers: withRetryAfter(err, { 'content-type': 'application/json' }) };

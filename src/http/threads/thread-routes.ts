@@ -30,12 +30,28 @@ function keyHashOf(inc: Incoming): string {
   return KEY_RE.test(value) ? hashKey(value) : '';
 }
 
-export function threadRoutes(metas: readonly RouteMeta[], local: readonly Route[], relay: RelayClient, corsOrigins: readonly string[]): Route[] {
-  const own = new Map(local.map((r) => [routeKey(r.method, r.pattern), r]));
-  const cors = new CorsPolicy(corsOrigins);
+/** The error shape of the relayed routes whose pattern starts with `prefix` (OFREP's own, for one). */
+export interface ErrorShape {
+  prefix: string;
+  onError: NonNullable<Route['onError']>;
+}
+
+export interface ThreadRouteOptions {
+  /** The routes this thread runs itself (for the keys it holds). */
+  local: readonly Route[];
+  relay: RelayClient;
+  corsOrigins: readonly string[];
+  /** The errors this thread answers for a relayed route itself (405, a preflight, 413) take the route's shape. */
+  errorShapes: readonly ErrorShape[];
+}
+
+export function threadRoutes(metas: readonly RouteMeta[], opts: ThreadRouteOptions): Route[] {
+  const own = new Map(opts.local.map((r) => [routeKey(r.method, r.pattern), r]));
+  const cors = new CorsPolicy(opts.corsOrigins);
   return metas.map((m, index) => {
     const route = own.get(routeKey(m.method, m.pattern));
-    if (route !== undefined) return localOrRelayed(route, index, relay);
+    if (route !== undefined) return localOrRelayed(route, index, opts.relay);
+    const onError = opts.errorShapes.find((s) => m.pattern.startsWith(s.prefix))?.onError;
     return {
       method: m.method,
       pattern: m.pattern,
@@ -43,7 +59,8 @@ export function threadRoutes(metas: readonly RouteMeta[], local: readonly Route[
       maxBodyDepth: m.maxBodyDepth,
       // The preflight and 405 answers are this thread's; the main thread's answers carry their CORS headers already.
       cors: m.cors ? cors : undefined,
-      handler: (inc) => relay.relay(index, inc, ''),
+      ...(onError === undefined ? {} : { onError }),
+      handler: (inc) => opts.relay.relay(index, inc, ''),
     };
   });
 }
