@@ -9,7 +9,7 @@ import { GraphQLExecutor } from '../src/graphql/execute.js';
 import { evaluationEnv } from '../src/graphql/evaluation-resolvers.js';
 import { buildSnapshot } from '../src/engine/index.js';
 import { evaluateHere } from '../src/evaluation/evaluate.js';
-import { RateLimiter } from '../src/ratelimit/token-bucket.js';
+import { SharedRateLimiter } from '../src/ratelimit/shared-limiter.js';
 import type { Authenticated } from '../src/auth/authenticate.js';
 import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
 import { createLogger } from '../src/util/log.js';
@@ -41,7 +41,7 @@ const auth: Authenticated = {
   snapshot,
 };
 const rt = {
-  limiter: new RateLimiter({ eval: 1e12, mgmt: 1e12 }),
+  limiter: SharedRateLimiter.create({ eval: 1e12, mgmt: 1e12 }),
   snapshots: { peek: () => snapshot },
   now: Date.now,
   evalCounts: { count: () => {} },

@@ -61,6 +61,10 @@ const schema = z.object({
   VEXIL_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only').optional(),
   VEXIL_REQUIRE_NATIVE_HTTP: z.enum(['0', '1', 'true', 'false']).default('0'),
   VEXIL_HTTP_FRONT: z.enum(['auto', 'node']).default('auto'),
+  // Front threads (CONTRACT 20, docs/threads.md): the cores this process may use, at most 16.
+  VEXIL_FRONT_THREADS: intIn(1, 256).default(Math.min(16, availableParallelism())),
+  // How the threads share the port: SO_REUSEPORT (Linux), uWebSockets.js's acceptor, or the best here.
+  VEXIL_FRONT_ACCEPT: z.enum(['auto', 'reuseport', 'acceptor']).default('auto'),
   VEXIL_SHUTDOWN_GRACE_MS: intIn(0, 600_000).default(10_000),
   // Origins a browser may call the OFREP routes from: `*`, or a comma-separated list of scheme://host[:port].
   VEXIL_CORS_ORIGINS: z
@@ -145,6 +149,10 @@ export interface Config {
   requireNativeHttp: boolean;
   /** `node` forces the node:http front (tests, comparisons); `auto` prefers native uWebSockets.js. */
   httpFront: 'auto' | 'node';
+  /** Front threads serving the port (VEXIL_FRONT_THREADS; docs/threads.md). */
+  frontThreads: number;
+  /** How they share it (VEXIL_FRONT_ACCEPT). */
+  frontAccept: 'auto' | 'reuseport' | 'acceptor';
   /** Time in-flight requests get after SIGTERM/SIGINT (README, "Health checks"). */
   shutdownGraceMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -215,6 +223,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     nodeId: e.VEXIL_NODE_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     requireNativeHttp: e.VEXIL_REQUIRE_NATIVE_HTTP === '1' || e.VEXIL_REQUIRE_NATIVE_HTTP === 'true',
     httpFront: e.VEXIL_HTTP_FRONT,
+    frontThreads: e.VEXIL_FRONT_THREADS,
+    frontAccept: e.VEXIL_FRONT_ACCEPT,
     shutdownGraceMs: e.VEXIL_SHUTDOWN_GRACE_MS,
     logLevel: e.VEXIL_LOG_LEVEL,
     metrics: e.VEXIL_METRICS === '1' || e.VEXIL_METRICS === 'true',

@@ -37,6 +37,9 @@ import type { FrontRuntime } from './runtime.js';
 import { SnapshotRegistry } from './snapshots/registry.js';
 import { VexilError } from './domain/errors.js';
 import { EvalPool } from './evaluation/pool/eval-pool.js';
+import { SnapshotPublisher } from './snapshots/publisher.js';
+import { FrontThreads, listenShared } from './http/threads/front-threads.js';
+import { planThreads } from './http/threads/plan.js';
 import { createLogger, type Logger } from './util/log.js';
 
 const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;
@@ -108,10 +111,11 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             subject: opts.busSubject,
           })
         : new LocalBus());
+    const admission = admissionState(config, actor.asks);
     const rt: FrontRuntime = {
       config,
       snapshots,
-      ...admissionState(config, actor.asks),
+      ...admission,
       bus,
       log,
       pool: null,
@@ -124,8 +128,13 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       bus.publish(event);
       if (event.kind === 'key') rt.keys.invalidateKey(event.keyId);
     };
+    // The node's one copy of the flag data in shared memory, for every thread but this one (the
+    // evaluation workers, the other front threads), when there are any.
+    const publisher =
+      config.evalWorkers > 0 || config.frontThreads > 1 ? new SnapshotPublisher(snapshots, { channel: `vexil-snapshots-${config.nodeId}` }) : null;
     if (config.evalWorkers > 0) {
-      rt.pool = new EvalPool(snapshots, {
+      rt.pool = new EvalPool({
+        publisher: publisher!,
         threads: config.evalWorkers,
         channel: `vexil-snapshots-${config.nodeId}`,
         graphqlMaxDepth: config.graphqlMaxDepth,
@@ -182,6 +191,9 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         )
       : null;
     const exchanges = new ExchangeContext(log, metrics, config.maxAnswerBytes);
+    // Front threads serving (1 until the others have started: docs/threads.md).
+    let threads: FrontThreads | null = null;
+    let frontThreads = 1;
     const health = opsRoutes({
       nodeId: config.nodeId,
       metrics,
@@ -192,6 +204,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       clusterNodes: () => membership.nodes,
       bus: busState,
       httpFront: () => front.info.kind,
+      frontThreads: () => frontThreads,
     });
     const routes: Route[] = [
       ...health,
@@ -209,9 +222,35 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       { requireNative: config.requireNativeHttp, forceFallback: config.httpFront === 'node', timeouts: config.clientTimeouts },
       log.child({ component: 'http' }),
     );
-    const port = await front.listen(config.host, config.port);
+    const plan = planThreads(config.frontThreads, config.frontAccept, { kind: front.info.kind, acceptor: front.acceptor !== null });
+    if (plan.note !== null) log.warn(`front threads: ${plan.note}`);
+    const port = plan.mode === 'reuseport' ? await listenShared((h, p) => front.listen(h, p), config.host, config.port) : await front.listen(config.host, config.port);
+    // The other front threads listen on the same port (SO_REUSEPORT) or are handed connections by
+    // this thread's app (acceptor): docs/threads.md.
+    threads =
+      plan.extra === 0
+        ? null
+        : await FrontThreads.start({
+            config,
+            threads: plan.extra,
+            host: config.host,
+            port: plan.mode === 'reuseport' ? port : null,
+            acceptor: plan.mode === 'acceptor' ? front.acceptor : null,
+            routes,
+            exchanges,
+            keys: rt.keys,
+            publisher: publisher!,
+            evalCounts: rt.evalCounts.buffer,
+            limits: admission.limiter.memory,
+            log: log.child({ component: 'front-threads' }),
+          });
+    if (threads !== null) {
+      const started = threads;
+      metrics?.addThreads(() => started.stats());
+      frontThreads = plan.serving;
+    }
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    log.info('listening', { url, database: db.kind, http: front.info.kind });
+    log.info('listening', { url, database: db.kind, http: front.info.kind, frontThreads: plan.serving, accept: plan.mode });
 
     let closing: Promise<void> | null = null;
     return {
@@ -233,6 +272,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           exchanges.draining = true;
           log.info('shutting down', { inFlight: exchanges.inFlight, streams: exchanges.openStreams, graceMs: config.shutdownGraceMs });
           front.stopAccepting();
+          // The other threads first: what they relay is served here until they have drained.
+          await threads?.close(config.shutdownGraceMs);
           exchanges.endStreams();
           const started = Date.now();
           const idle = await exchanges.idle(config.shutdownGraceMs);
@@ -245,6 +286,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           sync.stop();
           await membership.stop();
           await rt.pool?.close();
+          publisher?.close();
           await rt.bus.close();
           await actor.close();
           metrics?.close();

@@ -17,7 +17,7 @@ import type { Database } from './storage/database.js';
 import type { SnapshotRegistry } from './snapshots/registry.js';
 import type { KeyCache } from './auth/key-cache.js';
 import type { AuthFailureBudget } from './auth/auth-failures.js';
-import type { RateLimiter } from './ratelimit/token-bucket.js';
+import type { Limiter } from './ratelimit/token-bucket.js';
 import type { Bus } from './cluster/bus.js';
 import type { Logger } from './util/log.js';
 import type { EvalPool } from './evaluation/pool/eval-pool.js';
@@ -38,7 +38,7 @@ export interface Runtime {
 /** The front's: it admits requests, evaluates, and follows the cluster. */
 export interface FrontRuntime extends Runtime {
   keys: KeyCache;
-  limiter: RateLimiter;
+  limiter: Limiter;
   /** Failed authentications per client address (docs/limits.md, "Failed authentications"). */
   authFailures: AuthFailureBudget;
   bus: Bus;

@@ -64,6 +64,7 @@ export class KeyCache {
   /** Bumped by every invalidation: a lookup that started before one must not cache its answer. */
   private epoch = 0;
   private readonly invalidationListeners: ((keyId: string | null) => void)[] = [];
+  private readonly orgListeners: ((orgId: string) => void)[] = [];
 
   private readonly ttlMs: number;
   private readonly staleMaxMs: number;
@@ -148,6 +149,11 @@ export class KeyCache {
     this.invalidationListeners.push(listener);
   }
 
+  /** Called with an organization's id when all its keys are forgotten (a rename changed their scopes). */
+  onInvalidateOrg(listener: (orgId: string) => void): void {
+    this.orgListeners.push(listener);
+  }
+
   /** A cached, unexpired key by id with its hash (no I/O); undefined when not cached. */
   peekById(keyId: string): KeyWithHash | undefined {
     const hash = this.hashById.get(keyId);
@@ -172,6 +178,7 @@ export class KeyCache {
 
   /** Forgets every key of an organization at once (an application or environment was renamed). */
   invalidateOrg(orgId: string): void {
+    for (const l of this.orgListeners) l(orgId);
     this.epoch++;
     this.inflight.clear();
     for (const [hash, e] of this.byHash) if (e.key?.orgId === orgId) this.drop(hash, e);

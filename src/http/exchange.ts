@@ -243,7 +243,7 @@ const JSON_CONTENT: Record<string, string> = Object.freeze({ 'content-type': 'ap
 const withJsonType = (headers: Record<string, string> | undefined): Record<string, string> =>
   headers === undefined ? JSON_CONTENT : headers['content-type'] === undefined ? { ...headers, 'content-type': 'application/json' } : headers;
 
-function failReply(ctx: ExchangeContext, w: ResponseWriter, route: Route | null, err: unknown): Reply {
+function failReply(ctx: ExchangeContext, w: Pick<ResponseWriter, 'requestId'>, route: Route | null, err: unknown): Reply {
   // An answer a handler assembled whole and V8 could not hold: too large, the client's to page.
   const ve = isSizeRangeError(err) ? answerTooLargeError(ctx.maxAnswerBytes, route) : asVexilError(err);
   if (ve.code === 'INTERNAL') ctx.log.error('unexpected error', { reqId: w.requestId, route: route?.pattern, err: (ve.cause ?? ve) as Error });
@@ -282,8 +282,27 @@ export function runExchange(ctx: ExchangeContext, route: Route, inc: Incoming, w
 
 /** Sends a handler's answer; a cross-origin route (cors.ts) adds its CORS headers, errors included. */
 function answer(ctx: ExchangeContext, w: ResponseWriter, route: Route, inc: Incoming, reply: Reply): void {
+  sendReply(ctx, w, withCors(route, inc, reply), false, route);
+}
+
+const withCors = (route: Route, inc: Incoming, reply: Reply): Reply => {
   const cors = route.cors;
-  sendReply(ctx, w, cors !== undefined && cors.enabled ? cors.decorate(reply, inc.headers.origin ?? '') : reply, false, route);
+  return cors !== undefined && cors.enabled ? cors.decorate(reply, inc.headers.origin ?? '') : reply;
+};
+
+/**
+ * The answer `runExchange` would send for `inc` (errors shaped by the route, CORS added), without
+ * a socket: the main thread runs a request another front thread relays (threads/relay.ts), which
+ * writes it and records it there.
+ */
+export async function replyFor(ctx: ExchangeContext, route: Route, inc: Incoming, requestId: string): Promise<Reply> {
+  let reply: Reply;
+  try {
+    reply = await route.handler(inc);
+  } catch (err) {
+    reply = failReply(ctx, { requestId }, route, err);
+  }
+  return withCors(route, inc, reply);
 }
 
 export function decodeParam(value: string): string {

@@ -22,4 +22,17 @@ export interface HttpFront {
   stopAccepting(): void;
   /** Closes every remaining connection. */
   closeConnections(): void;
+  /**
+   * uWebSockets.js's acceptor pattern (docs/threads.md): where the binary has it, this front can
+   * hand the connections it accepts to other threads' fronts (`adopt` their `descriptor`s). Null
+   * where it does not (the node:http fallback; uWebSockets.js builds without it).
+   */
+  readonly acceptor: Acceptor | null;
+}
+
+export interface Acceptor {
+  /** This front's app, as another thread's front adopts it. */
+  descriptor(): unknown;
+  /** From now on, connections this front accepts go to that app (round robin among those adopted). */
+  adopt(descriptor: unknown): void;
 }

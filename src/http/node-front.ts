@@ -244,6 +244,7 @@ export function createNodeFront(info: FrontInfo, ctx: ExchangeContext, routes: R
   });
   return {
     info,
+    acceptor: null,
     listen: (host, port) =>
       new Promise((resolve, reject) => {
         listener.once('error', reject);

@@ -285,8 +285,15 @@ export function createUwsFront(uws: UwsModule, info: FrontInfo, ctx: ExchangeCon
   });
 
   let listenSocket: us_listen_socket | null = null;
+  // Missing from @trufflesuite/uws-js-unofficial 20.30 and its typings; present in later builds.
+  const threaded = app as TemplatedApp & { getDescriptor?(): unknown; addChildAppDescriptor?(d: unknown): void };
+  const acceptor =
+    typeof threaded.getDescriptor === 'function' && typeof threaded.addChildAppDescriptor === 'function'
+      ? { descriptor: () => threaded.getDescriptor!(), adopt: (d: unknown) => threaded.addChildAppDescriptor!(d) }
+      : null;
   return {
     info,
+    acceptor,
     listen: (host, port) =>
       new Promise((resolve, reject) => {
         app.listen(host, port, (s) => {

@@ -51,6 +51,9 @@ function readRequest(inc: Incoming, flagKey: string | null, limits: ContextLimit
   return parseOfrepRequest(body, flagKey, limits);
 }
 
+/** Every OFREP route's path starts so; each answers its errors in OFREP's shape (`ofrepError`). */
+export const OFREP_PREFIX = '/ofrep/';
+
 /** Transport and service errors in OFREP's shape, with their status (domain/errors.ts); 429 keeps Retry-After. */
 export function ofrepError(err: VexilError): Reply {
   return { status: err.status, body: ofrepErrorBody(err), headers: withRetryAfter(err, { 'content-type': 'application/json' }) };
@@ -59,12 +62,33 @@ export function ofrepError(err: VexilError): Reply {
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const singleReply = (json: string): Reply => ({ status: 200, raw: json, headers: JSON_HEADERS });
 
-export function ofrepRoutes(rt: FrontRuntime): Route[] {
+/** What every OFREP evaluation route does first: the key, through admission (auth/authenticate.ts). */
+const withKey =
+  (rt: FrontRuntime, answer: (auth: Authenticated, inc: Incoming) => Reply | Promise<Reply>) =>
+  (inc: Incoming): Reply | Promise<Reply> => {
+    const auth = authenticate(rt, requestKey(inc), evalBucket, clientAddress(inc));
+    return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
+  };
+
+/**
+ * The single-flag evaluation, `POST /ofrep/v1/evaluate/flags/{key}`: a route of its own, since every
+ * front thread runs it (docs/threads.md), while the rest of OFREP is the main thread's.
+ */
+export function ofrepSingleRoute(rt: FrontRuntime): Route {
   const single = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const flagKey = inc.params[0];
     const out = evaluateOne(rt, auth, flagKey, readRequest(inc, flagKey, rt.config.contextLimits));
     return typeof out === 'string' ? singleReply(out) : out.then(singleReply);
   };
+  // The body object is one level above its context: anything deeper cannot pass, and is refused
+  // by the exchange (jsonObjectBody) before JSON.parse spends time building it (readRequest).
+  const maxBodyDepth = rt.config.contextLimits.maxDepth + 1;
+  // Browser applications on other origins (VEXIL_CORS_ORIGINS; none by default).
+  const cors = new CorsPolicy(rt.config.corsOrigins);
+  return { method: 'post', pattern: '/ofrep/v1/evaluate/flags/:key', handler: withKey(rt, single), onError: ofrepError, headers: KEY_HEADERS, maxBodyDepth, cors };
+}
+
+export function ofrepRoutes(rt: FrontRuntime): Route[] {
 
   const bulk = (auth: Authenticated, inc: Incoming): Reply | Promise<Reply> => {
     const plan = planBulk(auth, readRequest(inc, null, rt.config.contextLimits));
@@ -94,21 +118,11 @@ export function ofrepRoutes(rt: FrontRuntime): Route[] {
     };
   };
 
-  const withKey =
-    (answer: (auth: Authenticated, inc: Incoming) => Reply | Promise<Reply>) =>
-    (inc: Incoming): Reply | Promise<Reply> => {
-      const auth = authenticate(rt, requestKey(inc), evalBucket, clientAddress(inc));
-      return auth instanceof Promise ? auth.then((a) => answer(a, inc)) : answer(auth, inc);
-    };
-
-  // The body object is one level above its context: anything deeper cannot pass, and is refused
-  // by the exchange (jsonObjectBody) before JSON.parse spends time building it (readRequest).
-  const maxBodyDepth = rt.config.contextLimits.maxDepth + 1;
-  // Browser applications on other origins (VEXIL_CORS_ORIGINS; none by default).
-  const cors = new CorsPolicy(rt.config.corsOrigins);
+  const single = ofrepSingleRoute(rt);
+  const { maxBodyDepth, cors } = single;
   return [
-    { method: 'post', pattern: '/ofrep/v1/evaluate/flags/:key', handler: withKey(single), onError: ofrepError, headers: KEY_HEADERS, maxBodyDepth, cors },
-    { method: 'post', pattern: '/ofrep/v1/evaluate/flags', handler: withKey(bulk), onError: ofrepError, headers: BULK_HEADERS, maxBodyDepth, cors },
+    single,
+    { method: 'post', pattern: '/ofrep/v1/evaluate/flags', handler: withKey(rt, bulk), onError: ofrepError, headers: BULK_HEADERS, maxBodyDepth, cors },
     { method: 'get', pattern: EVENTS_PATH, handler: events, onError: ofrepError, cors },
   ];
 }

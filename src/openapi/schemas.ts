@@ -134,8 +134,10 @@ export const AuditEventSchema = z.object({
 });
 
 export const LiveSchema = z.object({ status: z.literal('live') });
-export const ReadySchema = z.object({ status: z.literal('ready'), node: z.string(), database: z.literal('up'), bus: z.enum(['up', 'down', 'local']), http: z.string() });
-export const HealthSchema = z.object({ status: z.literal('ok'), node: z.string(), nodes: z.number().int(), bus: z.enum(['up', 'down', 'local']), http: z.string() });
+/** Front threads serving the node's port (CONTRACT 20, docs/threads.md). */
+const frontThreads = z.number().int().min(1);
+export const ReadySchema = z.object({ status: z.literal('ready'), node: z.string(), database: z.literal('up'), bus: z.enum(['up', 'down', 'local']), http: z.string(), frontThreads });
+export const HealthSchema = z.object({ status: z.literal('ok'), node: z.string(), nodes: z.number().int(), bus: z.enum(['up', 'down', 'local']), http: z.string(), frontThreads });
 
 /** Query-string schemas: each property is one query parameter (document.ts). */
 export const QUERY_SCHEMAS: Record<string, z.ZodType> = { AuditQuery: auditQuerySchema, FlagListQuery: flagListQuerySchema };

@@ -3,7 +3,7 @@
  * can share a process (tests). Label values are only route templates, methods, status codes and
  * reason codes: never a flag name, user id or key value.
  *
- * Hot-path cost: an HTTP observation is a few increments on its route's pre-built RouteStats (no
+ * Hot-path cost: an HTTP observation is a few increments on its route's pre-built observer (no
  * label set built, no string, no allocation); an evaluation is one `Atomics.add` (eval-counts.ts).
  * Everything is turned into prom-client samples only when scraped.
  */
@@ -11,6 +11,12 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { REASON_CODES } from '../domain/types.js';
 import { REJECT_REASONS } from '../cluster/wire.js';
 import { EvalCounts } from './eval-counts.js';
+import { addRouteStats, DURATION_BUCKETS, RouteStatsTable, type RouteObserver, type RouteStatsSnapshot } from './route-stats.js';
+
+export type { RouteObserver } from './route-stats.js';
+
+/** Label for requests that matched no route (404) or no method of their path (405). */
+export const UNMATCHED_ROUTE = '(unmatched)';
 
 export interface GaugeSources {
   queueDepth(): number;
@@ -21,48 +27,6 @@ export interface GaugeSources {
   busRejected(): ReadonlyMap<string, number>;
   /** Statements the node ran to read snapshot data since start, by kind (registry.ts `SnapshotReadKind`). */
   snapshotReads(): ReadonlyMap<string, number>;
-}
-
-/** The pre-bound children of one route template and method. */
-export interface RouteObserver {
-  observe(status: number, seconds: number): void;
-}
-
-/** Label for requests that matched no route (404) or no method of their path (405). */
-export const UNMATCHED_ROUTE = '(unmatched)';
-
-/** Seconds; evaluation answers sit in the first buckets, management writes further up. */
-const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
-/**
- * One route template's request counts and durations, in plain numbers: an observation is a few
- * array increments. (prom-client's own `labels(...).inc()` / `.observe()` hash the label set on
- * every call, about 6 µs per request here; that is a tenth of a whole REST evaluation.) The
- * registry reads these at scrape time: counts through a prom-client Counter's `collect`, durations
- * through `RouteHistogram`, a prom-client collector object.
- */
-class RouteStats implements RouteObserver {
-  /** Requests by status code (index), and what was last handed to the counter. */
-  readonly byStatus: number[] = [];
-  readonly flushed: number[] = [];
-  /** Cumulative at export; here one cell per bucket plus +Inf. */
-  readonly buckets = new Float64Array(DURATION_BUCKETS.length + 1);
-  sum = 0;
-  count = 0;
-
-  constructor(
-    readonly template: string,
-    readonly method: string,
-  ) {}
-
-  observe(status: number, seconds: number): void {
-    this.byStatus[status] = (this.byStatus[status] ?? 0) + 1;
-    let i = 0;
-    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]) i++;
-    this.buckets[i]++;
-    this.sum += seconds;
-    this.count++;
-  }
 }
 
 interface ExportedValue {
@@ -79,7 +43,7 @@ class RouteHistogram {
   constructor(
     readonly name: string,
     readonly help: string,
-    private readonly routes: () => Iterable<RouteStats>,
+    private readonly routes: () => Iterable<RouteStatsSnapshot>,
   ) {}
 
   async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: ExportedValue[] }> {
@@ -105,7 +69,11 @@ export class NodeMetrics {
   readonly registry = new Registry();
   readonly evalCounts: EvalCounts;
   private readonly evaluations: Counter<'reason'>;
-  private readonly observers = new Map<string, RouteStats>();
+  /** This thread's requests; the other front threads' are asked for at each scrape (`threads`). */
+  private readonly routes = new RouteStatsTable();
+  /** Every front thread's requests, added up at the last scrape. */
+  private scraped: RouteStatsSnapshot[] = [];
+  private threads: (() => Promise<RouteStatsSnapshot[][]>) | null = null;
   private readonly drainTimer: NodeJS.Timeout;
 
   constructor(sources: GaugeSources, evalCounts = new EvalCounts()) {
@@ -124,20 +92,22 @@ export class NodeMetrics {
     // Keeps each shared 32-bit cell far from overflowing between scrapes.
     this.drainTimer = setInterval(drain, 10_000);
     this.drainTimer.unref();
-    const observers = this.observers;
+    // What the request counter has been given so far, by route and status (its totals only grow).
+    const flushed = new Map<string, number>();
     const requests: Counter<'route' | 'method' | 'status'> = new Counter({
       name: 'vexil_http_requests_total',
       help: 'HTTP requests answered, by route template, method and status',
       labelNames: ['route', 'method', 'status'],
       registers,
-      collect() {
-        for (const r of observers.values()) {
-          r.byStatus.forEach((n, status) => {
-            const d = n - (r.flushed[status] ?? 0);
-            if (d === 0) return;
+      collect: () => {
+        for (const r of this.scraped) {
+          for (const [status, n] of r.statuses) {
+            const id = `${r.method} ${r.template} ${status}`;
+            const d = n - (flushed.get(id) ?? 0);
+            if (d === 0) continue;
             requests.labels(r.template, r.method, String(status)).inc(d);
-            r.flushed[status] = n;
-          });
+            flushed.set(id, n);
+          }
         }
       },
     });
@@ -145,7 +115,7 @@ export class NodeMetrics {
       new RouteHistogram(
         'vexil_http_request_duration_seconds',
         'Time from a request arriving to its answer being written, by route template and method',
-        () => observers.values(),
+        () => this.scraped,
       ) as unknown as Parameters<Registry['registerMetric']>[0],
     );
     const gauge = (name: string, help: string, read: () => number) =>
@@ -193,17 +163,18 @@ export class NodeMetrics {
 
   /** The observer for one route template and method; build it once per route, not per request. */
   route(template: string, method: string): RouteObserver {
-    const id = `${method} ${template}`;
-    let o = this.observers.get(id);
-    if (o === undefined) {
-      o = new RouteStats(template, method);
-      this.observers.set(id, o);
-    }
-    return o;
+    return this.routes.route(template, method);
+  }
+
+  /** The other front threads' request figures, asked for at each scrape: the node reports as one. */
+  addThreads(read: () => Promise<RouteStatsSnapshot[][]>): void {
+    this.threads = read;
   }
 
   /** The exposition text, in Prometheus's text format. */
-  text(): Promise<string> {
+  async text(): Promise<string> {
+    const own = this.routes.snapshot();
+    this.scraped = this.threads === null ? own : addRouteStats([own, ...(await this.threads())]);
     return this.registry.metrics();
   }
 

@@ -29,6 +29,8 @@ export interface OpsDeps {
   /** 'up' | 'down' for NATS, 'local' for the in-process bus. */
   bus(): 'up' | 'down' | 'local';
   httpFront(): string;
+  /** Front threads serving the node's port (CONTRACT 20). */
+  frontThreads(): number;
 }
 
 const unavailable = (detail: string): Reply => errorReply(new VexilError('UNAVAILABLE', detail, { retryAfter: 1 }));
@@ -41,7 +43,7 @@ function healthRoutes(d: OpsDeps): Route[] {
   const ready = (dbOk: boolean): Reply => {
     if (d.draining()) return unavailable('The node is shutting down');
     if (!dbOk) return unavailable('The database does not answer');
-    return { status: 200, body: { status: 'ready', node: d.nodeId, database: 'up', bus: d.bus(), http: d.httpFront() } };
+    return { status: 200, body: { status: 'ready', node: d.nodeId, database: 'up', bus: d.bus(), http: d.httpFront(), frontThreads: d.frontThreads() } };
   };
   return [
     { method: 'get', pattern: '/livez', handler: () => ({ status: 200, body: { status: 'live' } }) },
@@ -59,7 +61,7 @@ function healthRoutes(d: OpsDeps): Route[] {
     {
       method: 'get',
       pattern: '/healthz',
-      handler: () => ({ status: 200, body: { status: 'ok', node: d.nodeId, nodes: d.clusterNodes(), bus: d.bus(), http: d.httpFront() } }),
+      handler: () => ({ status: 200, body: { status: 'ok', node: d.nodeId, nodes: d.clusterNodes(), bus: d.bus(), http: d.httpFront(), frontThreads: d.frontThreads() } }),
     },
   ];
 }

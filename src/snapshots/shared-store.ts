@@ -291,17 +291,20 @@ export class SharedStoreWriter {
     return seg === undefined ? this.remove(s, key) : this.put(s, key, JSON.stringify(seg.segment));
   }
 
-  /** Answers a starting worker: the references of every organization's current generation. */
-  replay(): void {
+  /**
+   * Answers a starting reader: the references of every organization's current generation, posted
+   * to every reader (`to` absent) or to that one reader alone.
+   */
+  replay(to?: (msg: StoreMessage) => void): void {
     for (const [orgId, s] of this.orgs) {
       this.stats.replays++;
-      this.send({ type: 'org', orgId, gen: s.g.gen, version: s.g.loadVersion(), table: s.g.table, data: s.g.data });
+      this.send({ type: 'org', orgId, gen: s.g.gen, version: s.g.loadVersion(), table: s.g.table, data: s.g.data }, to);
     }
   }
 
-  private send(msg: StoreMessage): void {
+  private send(msg: StoreMessage, to: (msg: StoreMessage) => void = this.post): void {
     this.stats.messages++;
-    this.post(msg);
+    to(msg);
   }
 
   /**

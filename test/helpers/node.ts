@@ -103,6 +103,9 @@ export async function startTestNode(t: Teardown | null, opts: TestNodeOptions = 
     VEXIL_BOOTSTRAP_ADMIN_KEY: adminKey,
     VEXIL_LOG_LEVEL: 'silent',
     VEXIL_EVAL_WORKERS: '0',
+    // One front thread unless a test asks for more (test/node/threads); `VEXIL_FRONT_THREADS=4 npm
+    // test` runs every suite on four.
+    VEXIL_FRONT_THREADS: process.env.VEXIL_FRONT_THREADS ?? '1',
     // `VEXIL_HTTP_FRONT=node npm test` runs every suite on the node:http front.
     ...(process.env.VEXIL_HTTP_FRONT ? { VEXIL_HTTP_FRONT: process.env.VEXIL_HTTP_FRONT } : {}),
     ...(dataDir ? { VEXIL_DATA_DIR: dataDir } : {}),

@@ -1,6 +1,6 @@
 /**
- * The front thread's side of the evaluation pool: writes the snapshots once into shared memory for
- * the workers (src/snapshots/shared-store.ts) and hands them evaluations in batches. A Piscina
+ * The front thread's side of the evaluation pool: the workers read the node's flag data from shared
+ * memory (src/snapshots/publisher.ts writes it once) and this hands them evaluations in batches. A Piscina
  * task per request costs far more than an evaluation, so requests that arrive in the same
  * event-loop turn travel together (up to `maxBatch`), encoded in one transferred buffer
  * (protocol.ts).
@@ -12,13 +12,12 @@
  * counted (`queued`); past `queueMax` a request is refused with 503 and `Retry-After: 1` instead of
  * queued.
  */
-import { BroadcastChannel } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { badRequest, VexilError } from '../../domain/errors.js';
 import type { Evaluation } from '../../domain/types.js';
-import type { SnapshotRegistry } from '../../snapshots/registry.js';
-import { SharedStoreWriter } from '../../snapshots/shared-store.js';
+import type { SnapshotPublisher } from '../../snapshots/publisher.js';
+import type { SharedStoreWriter } from '../../snapshots/shared-store.js';
 import { projectPath } from '../../util/paths.js';
 import type { Logger } from '../../util/log.js';
 import { HandOffPolicy, type HandOffMode, type Transport } from './handoff.js';
@@ -33,7 +32,6 @@ import {
   type EvalTask,
   type GraphQLItem,
   type PoolItem,
-  type StoreMessage,
   type WorkerData,
 } from './protocol.js';
 
@@ -69,13 +67,12 @@ export interface PoolOptions {
   handoff: HandOffMode;
   /** VEXIL_WORKER_FLAG_CACHE: compiled flags per worker. */
   flagCache: number;
-  /** Dead bytes below which the shared store never compacts an organization (tests lower it). */
-  compactMinBytes?: number;
+  /** The node's shared flag data (snapshots/publisher.ts), which the workers read. */
+  publisher: SnapshotPublisher;
 }
 
 export class EvalPool {
   private readonly pool: Piscina;
-  private readonly channel: BroadcastChannel;
   private pending: Pending[] = [];
   private scheduled = false;
   private readonly queueMax: number;
@@ -93,23 +90,13 @@ export class EvalPool {
   readonly store: SharedStoreWriter;
 
   constructor(
-    registry: SnapshotRegistry,
     opts: PoolOptions,
     private readonly log: Logger,
     private readonly maxBatch = 64,
   ) {
     this.queueMax = opts.queueMax;
     this.policy = new HandOffPolicy({ mode: opts.handoff, threads: opts.threads });
-    this.channel = new BroadcastChannel(opts.channel);
-    this.channel.unref();
-    this.store = new SharedStoreWriter((msg) => this.channel.postMessage(msg), { compactMinBytes: opts.compactMinBytes });
-    // A starting worker gets references to the shared memory (one small message per
-    // organization), not the data: nothing is copied per worker.
-    this.channel.onmessage = (ev: unknown) => {
-      if ((ev as { data: StoreMessage }).data.type === 'hello') this.store.replay();
-    };
-    for (const orgId of registry.loadedOrgIds()) this.store.update(orgId, registry.peek(orgId)!, 'all');
-    registry.onChange((orgId, snap, touches) => this.store.update(orgId, snap, touches));
+    this.store = opts.publisher.store;
     this.pool = new Piscina({
       filename: projectPath('dist', 'workers', 'evaluator.js'),
       minThreads: opts.threads,
@@ -277,7 +264,6 @@ export class EvalPool {
 
   async close(): Promise<void> {
     this.policy.close();
-    this.channel.close();
     await this.pool.destroy();
   }
 }

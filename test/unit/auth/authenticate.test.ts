@@ -9,7 +9,7 @@ import { KeyCache } from '../../../src/auth/key-cache.js';
 import { findKeyByHash, findKeyWithHash } from '../../../src/features/keys/store.js';
 import { hashKey } from '../../../src/auth/key-material.js';
 import { VexilError } from '../../../src/domain/errors.js';
-import { RateLimiter } from '../../../src/ratelimit/token-bucket.js';
+import { SharedRateLimiter } from '../../../src/ratelimit/shared-limiter.js';
 import type { Runtime } from '../../../src/runtime.js';
 import type { Queryable } from '../../../src/storage/database.js';
 
@@ -38,7 +38,7 @@ function runtime(opts: { subscriptionActive?: boolean; rate?: number } = {}) {
   const db = rowsDb(rows);
   const snapshot = { org: { subscriptionActive: opts.subscriptionActive ?? true } };
   const takes: string[] = [];
-  const limiter = new RateLimiter({ eval: opts.rate ?? 2, mgmt: opts.rate ?? 2 }, () => 0);
+  const limiter = SharedRateLimiter.create({ eval: opts.rate ?? 2, mgmt: opts.rate ?? 2 }, { now: () => 0 });
   const take = limiter.take.bind(limiter);
   limiter.take = (kind, id) => {
     takes.push(`${kind}:${id}`);
@@ -114,7 +114,7 @@ t.test('a key named by id (a stream token): the same 401 → 402 → 429, throug
   const db = rowsDb(rows);
   const snapshot = { org: { subscriptionActive: false } };
   const takes: string[] = [];
-  const limiter = new RateLimiter({ eval: 2, mgmt: 2 }, () => 0);
+  const limiter = SharedRateLimiter.create({ eval: 2, mgmt: 2 }, { now: () => 0 });
   const take = limiter.take.bind(limiter);
   limiter.take = (kind, id) => {
     takes.push(`${kind}:${id}`);

@@ -1,14 +1,19 @@
-/** Token buckets (docs/api.md, "Order of checks"; docs/graphql.md, "Rate limiting") with an injected clock: burst, refill, Retry-After, debt. */
+/**
+ * Token buckets (docs/api.md, "Order of checks"; docs/graphql.md, "Rate limiting") in shared memory
+ * (src/ratelimit/shared-limiter.ts), one thread, with an injected clock: burst, refill, Retry-After,
+ * debt, cluster share, per-key identity, the table's bound. Several threads: shared-limiter-threads.test.ts.
+ */
 import t from 'tap';
-import { RateLimiter } from '../../../src/ratelimit/token-bucket.js';
+import { randomUUID } from 'node:crypto';
+import { SharedRateLimiter } from '../../../src/ratelimit/shared-limiter.js';
 
-function limiter(rates = { eval: 10, mgmt: 5 }, maxEntries?: number) {
+function limiter(rates = { eval: 10, mgmt: 5 }, capacity?: number) {
   const clock = { ms: 1_000_000 };
-  const l = new RateLimiter(rates, () => clock.ms, maxEntries);
+  const l = SharedRateLimiter.create(rates, { now: () => clock.ms, capacity });
   return { l, clock, advance: (ms: number) => (clock.ms += ms) };
 }
 
-const takeN = (l: RateLimiter, kind: 'eval' | 'mgmt', key: string, n: number) => Array.from({ length: n }, () => l.take(kind, key));
+const takeN = (l: SharedRateLimiter, kind: 'eval' | 'mgmt', key: string, n: number) => Array.from({ length: n }, () => l.take(kind, key));
 
 t.test('a new bucket is full: burst = one second worth, then refusal', async (t) => {
   const { l } = limiter();
@@ -134,13 +139,72 @@ t.test('a clock that goes backwards does not mint or remove tokens', async (t) =
   t.equal(l.take('eval', 'k'), 0, 'refill resumes from the last update, not from the past');
 });
 
-t.test('eviction when full keeps buckets that still carry debt', async (t) => {
-  const { l, advance } = limiter({ eval: 10, mgmt: 5 }, 2);
-  takeN(l, 'eval', 'busy', 10); // empty
-  l.take('eval', 'idle'); // 9 tokens, refills to full in 100 ms
-  advance(200);
-  l.take('eval', 'newcomer'); // triggers eviction of full buckets only
-  t.ok(l.take('eval', 'busy') === 0, 'busy refilled 2 tokens in 200 ms');
-  t.ok(l.take('eval', 'busy') === 0);
-  t.ok(l.take('eval', 'busy') > 0, 'busy kept its state: exactly 2 tokens, not a fresh burst');
+
+t.test('identity: a UUID is its 16 bytes, other ids a 128-bit hash, the two never mixed', async (t) => {
+  const { l } = limiter({ eval: 2, mgmt: 2 });
+  const id = randomUUID();
+  takeN(l, 'eval', id, 2);
+  t.ok(l.take('eval', id) > 0, 'the UUID is empty');
+  t.ok(l.take('eval', id.toUpperCase()) > 0, 'the same UUID in capitals is the same key');
+  // One hex digit apart in each of the four words: four other keys.
+  for (const p of [0, 9, 19, 35]) {
+    const other = id.slice(0, p) + (id[p] === '0' ? '1' : '0') + id.slice(p + 1);
+    t.equal(l.take('eval', other), 0, `a UUID differing at ${p} is another key`);
+  }
+  const notHex = id.slice(0, 35) + 'g';
+  t.equal(l.take('eval', notHex), 0, 'a UUID-shaped string with a non-hex digit is hashed, not parsed');
+  t.equal(l.take('eval', notHex), 0);
+  t.ok(l.take('eval', notHex) > 0, 'and is a key of its own');
+  const names = Array.from({ length: 2000 }, (_, i) => `key-${i}`);
+  for (const n of names) l.take('eval', n);
+  t.same(
+    names.map((n) => l.take('eval', n)),
+    names.map(() => 0),
+    '2,000 short names: each has its own bucket (one token left each)',
+  );
+});
+
+t.test('attach: another limiter on the same memory takes from the same buckets and sees setNodes', async (t) => {
+  const clock = { ms: 5_000 };
+  const a = SharedRateLimiter.create({ eval: 10, mgmt: 4 }, { now: () => clock.ms });
+  // What a worker receives through postMessage/workerData: a structured clone.
+  const b = SharedRateLimiter.attach(structuredClone(a.memory), { now: () => clock.ms });
+  t.ok(a.memory.buffer instanceof SharedArrayBuffer);
+  const id = randomUUID();
+  t.same(takeN(a, 'eval', id, 6), Array(6).fill(0));
+  t.same(takeN(b, 'eval', id, 4), Array(4).fill(0), 'the other limiter sees 4 tokens left');
+  t.ok(a.take('eval', id) > 0 && b.take('eval', id) > 0, 'both see the bucket empty');
+  b.charge('eval', id, 5, 5);
+  clock.ms += 500;
+  t.ok(a.take('eval', id) > 0, "a sees b's debt: 500 ms refills 5 of the 5 owed, not a token");
+  clock.ms += 100;
+  t.equal(a.take('eval', id), 0);
+  b.setNodes(2);
+  clock.ms += 10_000;
+  t.same(takeN(a, 'mgmt', id, 2), [0, 0], "a uses b's share at once: a burst of 4 / 2 nodes");
+  t.ok(a.take('mgmt', id) > 0);
+});
+
+t.test('bound: a full set reuses a bucket that refilled, keeps ones in use, and fails closed when none refilled', async (t) => {
+  const capacity = 16; // one set of 16 slots: every key lands in it
+  const { l, advance } = limiter({ eval: 10, mgmt: 10 }, capacity);
+  t.equal(l.memory.buffer.byteLength, 16 + capacity * 48, 'memory: 48 bytes a slot');
+  const keys = Array.from({ length: capacity }, () => randomUUID());
+  for (const k of keys) takeN(l, 'eval', k, 10); // 16 empty buckets
+  const newcomer = randomUUID();
+  t.equal(l.take('eval', newcomer), 1, 'no room and no bucket refilled: refused, Retry-After 1');
+  l.charge('eval', newcomer, 5, 5);
+  advance(500);
+  for (const k of keys.slice(1)) takeN(l, 'eval', k, 5); // all but the first empty again
+  l.charge('eval', keys[2], 20, 20); // one in debt
+  advance(500); // the first key's bucket is full again: 1 s since its burst
+  t.equal(l.take('eval', newcomer), 0, 'the newcomer takes over the refilled bucket (its earlier charge was dropped)');
+  t.same(takeN(l, 'eval', newcomer, 9), Array(9).fill(0), 'with a full burst of its own');
+  t.ok(l.take('eval', newcomer) > 0);
+  t.same(takeN(l, 'eval', keys[1], 5), Array(5).fill(0), 'the others kept their state: 5 tokens after 500 ms');
+  t.ok(l.take('eval', keys[1]) > 0, 'not a fresh burst');
+  t.ok(l.take('eval', keys[2]) > 1, 'the key in debt kept its debt');
+  t.equal(l.take('eval', keys[0]), 1, 'the first key, evicted, finds no room now (nothing refilled)');
+  t.throws(() => SharedRateLimiter.create({ eval: 1, mgmt: 1 }, { capacity: 100 }), RangeError, 'capacity: a power of two');
+  t.throws(() => SharedRateLimiter.create({ eval: 0, mgmt: 1 }), RangeError, 'rates: positive');
 });

@@ -1,0 +1,358 @@
+/**
+ * The per-key token buckets (token-bucket.ts) in one SharedArrayBuffer, so that every front thread
+ * of a node (CONTRACT 20, VEXIL_FRONT_THREADS) takes from the same buckets: a limit holds whichever
+ * thread serves a request, exactly. One thread runs the same code (admission-state.ts builds it
+ * with `create`; another thread `attach`es to its `memory`).
+ *
+ * Layout (one SharedArrayBuffer, `capacity` slots, a power of two, in sets of WAYS = 16):
+ *
+ *   control   Int32 × 4      [nodes (the cluster share's divisor), insert lock, -, -]
+ *   meta      Int32 × 8 per slot
+ *             [state: 0 empty, 1 evaluation bucket, 2 management bucket; lock: 0 free, 1 held;
+ *              the key id's 128-bit fingerprint (4 words); its form: 1 UUID bytes, 2 hash; -]
+ *   values    Float64 × 2 per slot [tokens, updated ms]
+ *
+ * Identity: a canonical UUID (what key ids are, randomUUID) is its own 16 bytes, so two keys
+ * share a bucket only if they are the same UUID (hex digits read case-insensitively). Any other
+ * string is fingerprinted by a 128-bit non-cryptographic hash (tests use short names); the form
+ * word keeps the two spaces apart. Key ids come from the server, never from clients.
+ *
+ * Lookup (the hot path): the fingerprint and the kind pick a set; its slots are compared (state
+ * and fingerprint) without locking until the key's slot or the set's first empty slot. The slot's
+ * lock is taken with Atomics.compareExchange, the identity checked again under it, the bucket
+ * refilled and charged, and the lock released with Atomics.store: take and charge are exact under
+ * concurrency, and the lock's synchronizes-with order makes the plain Float64 reads and writes
+ * inside it visible to the next holder. No allocation, no system call: the clock is the monotonic
+ * performance.now() offset by this thread's timeOrigin, comparable across threads (a bucket's time
+ * only moves forward, so a thread whose clock lags by a fraction of a millisecond refills nothing
+ * rather than minting tokens).
+ *
+ * Inserts (a key's first request on this node) take one table-wide lock, under which the set is
+ * searched again, so two threads never give one key two slots. A set fills in order and a slot is
+ * never emptied, so the first empty slot ends a search. Bound: `capacity` × 48 bytes (default
+ * 2^17 slots: 6 MiB, for up to 131,072 buckets; a key has up to two). When a key's set is full, the
+ * key takes over a slot of the set whose bucket has refilled to a full burst (it carries no state:
+ * the in-memory limiter before this one dropped full buckets the same way), under that slot's lock.
+ * When none has (all 16 used within the last second, or in debt) the new key's request is refused
+ * with Retry-After 1 and a charge of it is dropped: the set fails closed, for at most the time it
+ * takes one of those buckets to refill.
+ */
+import { burst, refill, secondsUntilToken, type Bucket, type BucketKind, type Limiter } from './token-bucket.js';
+
+/** What another thread needs to attach: structured-clonable (SharedArrayBuffer and numbers only). */
+export interface LimiterMemory {
+  buffer: SharedArrayBuffer;
+  /** Slots (a power of two). */
+  capacity: number;
+  /** Configured rates per second for the whole cluster (divided by the node count in `control`). */
+  eval: number;
+  mgmt: number;
+}
+
+export interface LimiterOptions {
+  /** Milliseconds, comparable across threads; injected by tests. */
+  now?: () => number;
+}
+
+export const DEFAULT_CAPACITY = 1 << 17;
+
+const CONTROL_INTS = 4;
+const NODES = 0;
+const INSERT_LOCK = 1;
+
+/** Slots per set: a key lives in one of the WAYS slots of the set its fingerprint picks. */
+export const WAYS = 16;
+
+const STRIDE = 8;
+const STATE = 0;
+const LOCK = 1;
+const FP = 2;
+const FORM = 6;
+
+const FORM_UUID = 1;
+const FORM_HASH = 2;
+
+const ORIGIN = performance.timeOrigin;
+const wallMs = (): number => ORIGIN + performance.now();
+
+/** Value of a hex digit's char code, or -1. */
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  const l = c | 32; // ASCII lower case
+  if (l >= 97 && l <= 102) return l - 87;
+  return -1;
+}
+
+/** murmur3's finalizer: every input bit moves every output bit. */
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * A lock word held by another thread. Its holder keeps it for a few dozen instructions, so spin;
+ * if that is not enough, the holder was descheduled (more threads than cores), and spinning on
+ * would burn the rest of this thread's time slice: sleep 50 µs at a time instead (Atomics.wait
+ * with a timeout; unlocking never notifies, so the hot path stays one store).
+ */
+function lockSlow(words: Int32Array, i: number): void {
+  for (let spins = 0; ; spins++) {
+    if (Atomics.compareExchange(words, i, 0, 1) === 0) return;
+    if (spins >= 200) Atomics.wait(words, i, 1, 0.05);
+  }
+}
+
+export class SharedRateLimiter implements Limiter {
+  private readonly control: Int32Array;
+  private readonly meta: Int32Array;
+  private readonly values: Float64Array;
+  private readonly slots: number;
+  private readonly setMask: number;
+  private readonly configuredEval: number;
+  private readonly configuredMgmt: number;
+  private readonly now: () => number;
+  /** The fingerprint of the key being looked up (fields, so the hot path allocates nothing). */
+  private f0 = 0;
+  private f1 = 0;
+  private f2 = 0;
+  private f3 = 0;
+  private form = 0;
+  private readonly scratch: Bucket = { tokens: 0, updatedMs: 0 };
+
+  /** A new table for this node's front threads. */
+  static create(configured: Record<BucketKind, number>, opts: LimiterOptions & { capacity?: number } = {}): SharedRateLimiter {
+    const capacity = opts.capacity ?? DEFAULT_CAPACITY;
+    if (!Number.isInteger(capacity) || capacity < WAYS || (capacity & (capacity - 1)) !== 0 || capacity > 1 << 24) {
+      throw new RangeError(`rate limiter capacity must be a power of two from ${WAYS} to 2^24, not ${capacity}`);
+    }
+    for (const kind of ['eval', 'mgmt'] as const) {
+      if (!(configured[kind] > 0) || !Number.isFinite(configured[kind])) throw new RangeError(`rate limit ${kind} must be a positive number, not ${configured[kind]}`);
+    }
+    const buffer = new SharedArrayBuffer(CONTROL_INTS * 4 + capacity * STRIDE * 4 + capacity * 2 * 8);
+    new Int32Array(buffer, 0, CONTROL_INTS)[NODES] = 1;
+    return new SharedRateLimiter({ buffer, capacity, eval: configured.eval, mgmt: configured.mgmt }, opts.now);
+  }
+
+  /** The same buckets as the thread that created `memory` (sent to this one by postMessage or workerData). */
+  static attach(memory: LimiterMemory, opts: LimiterOptions = {}): SharedRateLimiter {
+    return new SharedRateLimiter(memory, opts.now);
+  }
+
+  private constructor(
+    readonly memory: LimiterMemory,
+    now: (() => number) | undefined,
+  ) {
+    const { buffer, capacity } = memory;
+    this.control = new Int32Array(buffer, 0, CONTROL_INTS);
+    this.meta = new Int32Array(buffer, CONTROL_INTS * 4, capacity * STRIDE);
+    this.values = new Float64Array(buffer, CONTROL_INTS * 4 + capacity * STRIDE * 4, capacity * 2);
+    this.slots = capacity;
+    this.setMask = capacity / WAYS - 1;
+    this.configuredEval = memory.eval;
+    this.configuredMgmt = memory.mgmt;
+    this.now = now ?? wallMs;
+  }
+
+  /**
+   * Cluster share (docs/cluster.md): with `nodes` live nodes each enforces 1/nodes of every key's
+   * budget, so together they never admit more than the configured rate (plus one second's burst).
+   * One Atomics.store: every thread uses the new share from its next request. Stored bursts above
+   * the new one are cut to it.
+   */
+  setNodes(nodes: number): void {
+    const n = Number.isFinite(nodes) ? Math.max(1, Math.floor(nodes)) : 1;
+    Atomics.store(this.control, NODES, n);
+    const { meta, values } = this;
+    for (let s = 0; s < this.slots; s++) {
+      const m = s * STRIDE;
+      const kind = Atomics.load(meta, m + STATE);
+      if (kind === 0) continue;
+      this.lock(m);
+      const cap = burst(this.rate(Atomics.load(meta, m + STATE)));
+      if (values[s * 2] > cap) values[s * 2] = cap;
+      Atomics.store(meta, m + LOCK, 0);
+    }
+  }
+
+  /** Takes one token. Returns 0 when allowed, otherwise the seconds to wait (for `Retry-After`). */
+  take(kind: BucketKind, keyId: string): number {
+    const k = kind === 'eval' ? 1 : 2;
+    const nowMs = this.now();
+    const s = this.acquire(k, keyId, nowMs);
+    if (s < 0) return 1;
+    const rate = this.rate(k);
+    const b = this.load(s, nowMs, rate);
+    let wait = 0;
+    if (b.tokens >= 1) b.tokens -= 1;
+    else wait = secondsUntilToken(b.tokens, rate);
+    this.storeAndUnlock(s);
+    return wait;
+  }
+
+  /**
+   * Charges `n` tokens without refusing; the bucket may go negative by at most `maxDebt` (GraphQL:
+   * every `evaluate` after the first, docs/graphql.md "Rate limiting"). Later requests wait until
+   * it refills.
+   */
+  charge(kind: BucketKind, keyId: string, n: number, maxDebt: number): void {
+    if (!(n > 0)) return;
+    const k = kind === 'eval' ? 1 : 2;
+    const nowMs = this.now();
+    const s = this.acquire(k, keyId, nowMs);
+    if (s < 0) return;
+    const b = this.load(s, nowMs, this.rate(k));
+    b.tokens = Math.max(-maxDebt, b.tokens - n);
+    this.storeAndUnlock(s);
+  }
+
+  /** This node's rate for bucket kind `k` (1 evaluation, 2 management): configured / nodes. */
+  private rate(k: number): number {
+    return (k === 1 ? this.configuredEval : this.configuredMgmt) / Atomics.load(this.control, NODES);
+  }
+
+  /** The slot's bucket, refilled to `nowMs`, into `scratch` (the slot's lock is held). */
+  private load(s: number, nowMs: number, rate: number): Bucket {
+    const b = this.scratch;
+    b.tokens = this.values[s * 2];
+    b.updatedMs = this.values[s * 2 + 1];
+    refill(b, nowMs, rate, burst(rate));
+    return b;
+  }
+
+  private storeAndUnlock(s: number): void {
+    this.values[s * 2] = this.scratch.tokens;
+    this.values[s * 2 + 1] = this.scratch.updatedMs;
+    Atomics.store(this.meta, s * STRIDE + LOCK, 0);
+  }
+
+  private lock(m: number): void {
+    if (Atomics.compareExchange(this.meta, m + LOCK, 0, 1) !== 0) lockSlow(this.meta, m + LOCK);
+  }
+
+  /** The key's slot with its lock held, or -1 when its set has no room for it. */
+  private acquire(k: number, keyId: string, nowMs: number): number {
+    this.fingerprint(keyId);
+    const { meta } = this;
+    const first = this.set(k) * WAYS;
+    for (let s = first; s < first + WAYS; s++) {
+      const m = s * STRIDE;
+      const state = Atomics.load(meta, m + STATE);
+      if (state === 0) break; // a set fills in order and never empties: the key is not here
+      if (state === k && this.matches(m)) {
+        this.lock(m);
+        // Taken over by another key between the look and the lock? Then the slow path decides.
+        if (meta[m + STATE] === k && this.matches(m)) return s;
+        Atomics.store(meta, m + LOCK, 0);
+        break;
+      }
+    }
+    return this.insert(k, first, nowMs);
+  }
+
+  /** Under the table-wide insert lock: the key's slot (found again, claimed, or taken over), locked; or -1. */
+  private insert(k: number, first: number, nowMs: number): number {
+    const { meta, control, values } = this;
+    if (Atomics.compareExchange(control, INSERT_LOCK, 0, 1) !== 0) lockSlow(control, INSERT_LOCK);
+    try {
+      const rate = this.rate(k);
+      for (let s = first; s < first + WAYS; s++) {
+        const m = s * STRIDE;
+        const state = Atomics.load(meta, m + STATE);
+        if (state === 0) {
+          meta[m + LOCK] = 1; // held by this thread from the moment the slot is visible
+          this.writeIdentity(m, s, burst(rate), nowMs);
+          Atomics.store(meta, m + STATE, k);
+          return s;
+        }
+        // Identities change only under the insert lock, which this thread holds: stable reads.
+        if (state === k && this.matches(m)) {
+          this.lock(m);
+          return s;
+        }
+      }
+      // The set is full: a bucket that has refilled to its burst carries no state; take it over.
+      for (let s = first; s < first + WAYS; s++) {
+        const m = s * STRIDE;
+        this.lock(m);
+        const otherRate = this.rate(meta[m + STATE]);
+        if (values[s * 2] + (Math.max(0, nowMs - values[s * 2 + 1]) * otherRate) / 1000 >= burst(otherRate)) {
+          this.writeIdentity(m, s, burst(rate), nowMs);
+          Atomics.store(meta, m + STATE, k);
+          return s;
+        }
+        Atomics.store(meta, m + LOCK, 0);
+      }
+      return -1;
+    } finally {
+      Atomics.store(control, INSERT_LOCK, 0);
+    }
+  }
+
+  private writeIdentity(m: number, s: number, tokens: number, nowMs: number): void {
+    const { meta } = this;
+    meta[m + FP] = this.f0;
+    meta[m + FP + 1] = this.f1;
+    meta[m + FP + 2] = this.f2;
+    meta[m + FP + 3] = this.f3;
+    meta[m + FORM] = this.form;
+    this.values[s * 2] = tokens;
+    this.values[s * 2 + 1] = nowMs;
+  }
+
+  private matches(m: number): boolean {
+    const { meta } = this;
+    return meta[m + FP] === this.f0 && meta[m + FP + 1] === this.f1 && meta[m + FP + 2] === this.f2 && meta[m + FP + 3] === this.f3 && meta[m + FORM] === this.form;
+  }
+
+  /** The key's set, from its fingerprint and the bucket kind. */
+  private set(k: number): number {
+    const h = this.f0 ^ Math.imul(this.f1, 0x9e3779b1) ^ Math.imul(this.f2, 0x85ebca6b) ^ Math.imul(this.f3, 0xc2b2ae35) ^ Math.imul(k, 0x27d4eb2f);
+    return fmix(h) & this.setMask;
+  }
+
+  /** Sets f0..f3 and form: a canonical UUID's 16 bytes, else a 128-bit hash of the string. */
+  private fingerprint(id: string): void {
+    if (id.length === 36 && id.charCodeAt(8) === 45 && id.charCodeAt(13) === 45 && id.charCodeAt(18) === 45 && id.charCodeAt(23) === 45) {
+      let w = 0;
+      let digits = 0;
+      for (let p = 0; p < 36; p++) {
+        if (p === 8 || p === 13 || p === 18 || p === 23) continue;
+        const d = hexDigit(id.charCodeAt(p));
+        if (d < 0) break;
+        w = (w << 4) | d;
+        digits++;
+        if ((digits & 7) === 0) {
+          if (digits === 8) this.f0 = w;
+          else if (digits === 16) this.f1 = w;
+          else if (digits === 24) this.f2 = w;
+          else this.f3 = w;
+          w = 0;
+        }
+      }
+      if (digits === 32) {
+        this.form = FORM_UUID;
+        return;
+      }
+    }
+    // Four lanes with different seeds and multipliers over the UTF-16 code units, then mixed.
+    let a = 0x811c9dc5;
+    let b = 0x01000193 ^ id.length;
+    let c = 0x9e3779b9;
+    let d = 0x7f4a7c15 ^ Math.imul(id.length, 0x632be5ab);
+    for (let p = 0; p < id.length; p++) {
+      const u = id.charCodeAt(p);
+      a = Math.imul(a ^ u, 0x01000193);
+      b = Math.imul(b ^ u, 0x5bd1e995) ^ (b >>> 15);
+      c = Math.imul((c ^ u) + (c << 5), 0x85ebca6b);
+      d = Math.imul(d + u, 0xc2b2ae35) ^ (d >>> 13);
+    }
+    this.f0 = fmix(a ^ Math.imul(d, 3));
+    this.f1 = fmix(b ^ c);
+    this.f2 = fmix(c + a);
+    this.f3 = fmix(d ^ b);
+    this.form = FORM_HASH;
+  }
+}
