@@ -161,7 +161,7 @@ async function frontThreads(rc: RunContext): Promise<Measurement[]> {
   if (!counts.includes(1)) counts.unshift(1);
   const pairs = Math.max(1, Math.floor(Number(process.env.VEXIL_BENCH_PAIRS ?? '3')));
   const wrk = hasWrk();
-  const generator = wrk ? 'wrk' : `load.ts ${rc.opts.engine} (wrk not installed)`;
+  const generator = wrk ? 'wrk' : `load.ts ${rc.opts.engine} (no wrk)`;
   const where = place.server === undefined ? 'server and generator unpinned, sharing every core' : `server on CPUs ${place.server}, generator on ${place.load}`;
   log(`front-threads: VEXIL_FRONT_THREADS ${counts.join(', ')}; ${pairs} rounds of ${rc.opts.durationSec} s; ${generator}; ${where}`);
   const rest = SCENARIOS.find((s) => s.name === 'rest-front');
