@@ -108,6 +108,8 @@ export interface ServiceOptions {
   startupTimeoutSec?: number;
   /** Measure the node:http fallback front (only the explicit front comparison does). */
   allowFallbackFront?: boolean;
+  /** Pin the service to these CPUs (taskset list) instead of SERVER_CPUS under --pin; '' = not pinned. */
+  cpus?: string;
 }
 
 let templateDir: string | undefined;
@@ -229,7 +231,7 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
   const nodeArgs = (process.env.VEXIL_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const child = startChild(label, process.execPath, [...nodeArgs, opts.servicePath], {
     env,
-    cpus: opts.pin ? SERVER_CPUS : undefined,
+    cpus: so.cpus !== undefined ? so.cpus || undefined : opts.pin ? SERVER_CPUS : undefined,
     cwd: ROOT,
     echo: opts.verbose,
   });

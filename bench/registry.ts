@@ -4,6 +4,7 @@
  */
 import { abuse } from './abuse.js';
 import type { CustomScenario } from './custom-scenario.js';
+import { frontThreadsScenario } from './front-threads.js';
 import { isolation } from './isolation.js';
 import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
@@ -18,6 +19,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

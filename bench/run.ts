@@ -318,6 +318,18 @@ function targets(rows: Measurement[], opts: RunOptions): TargetCheck[] {
       met: implied >= aim,
     });
   }
+  // Front threads (bench/front-threads.ts): 2 threads against 1, median of the rounds.
+  const threads2 = by('front-threads-2');
+  if (threads2?.versus && threads2.status === 'ok') {
+    out.push({
+      target: '2 front threads: ≥ ×1.25 the throughput of 1 at ≤ ×1.15 the CPU per request',
+      figure:
+        `×${fmt(threads2.versus.rps, 2)} throughput, ×${fmt(threads2.versus.cpuPerRequest, 2)} CPU/request (median of rounds)` +
+        (threads2.extra?.threadsIgnored ? '; this build ignores VEXIL_FRONT_THREADS (/healthz)' : ''),
+      // A build that ignores VEXIL_FRONT_THREADS measures noise: no verdict.
+      met: threads2.extra?.threadsIgnored ? undefined : threads2.versus.rps >= 1.25 && threads2.versus.cpuPerRequest <= 1.15,
+    });
+  }
   const bulk = by('ofrep-bulk');
   if (bulk?.load && bulk.evaluationsPerRequest !== undefined) {
     const evals = bulk.load.rps * bulk.evaluationsPerRequest;

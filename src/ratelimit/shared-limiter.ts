@@ -6,11 +6,11 @@
  *
  * Layout (one SharedArrayBuffer, `capacity` slots, a power of two, in sets of WAYS = 16):
  *
- *   control   Int32 × 4      [nodes (the cluster share's divisor), insert lock, -, -]
- *   meta      Int32 × 8 per slot
- *             [state: 0 empty, 1 evaluation bucket, 2 management bucket; lock: 0 free, 1 held;
- *              the key id's 128-bit fingerprint (4 words); its form: 1 UUID bytes, 2 hash; -]
- *   values    Float64 × 2 per slot [tokens, updated ms]
+ *   control   bytes 0-63: Int32 [nodes (the cluster share's divisor), insert lock]
+ *   slots     64 bytes each (one cache line: a take touches one line of the table)
+ *             Int32 [state: 0 empty, 1 evaluation bucket, 2 management bucket; lock: 0 free,
+ *             1 held; the key id's 128-bit fingerprint (4 words); its form: 1 UUID bytes, 2 hash;
+ *             -], then Float64 [tokens, updated ms], then padding
  *
  * Identity: a canonical UUID (what key ids are, randomUUID) is its own 16 bytes, so two keys
  * share a bucket only if they are the same UUID (hex digits read case-insensitively). Any other
@@ -29,8 +29,8 @@
  *
  * Inserts (a key's first request on this node) take one table-wide lock, under which the set is
  * searched again, so two threads never give one key two slots. A set fills in order and a slot is
- * never emptied, so the first empty slot ends a search. Bound: `capacity` × 48 bytes (default
- * 2^17 slots: 6 MiB, for up to 131,072 buckets; a key has up to two). When a key's set is full, the
+ * never emptied, so the first empty slot ends a search. Bound: 64 + `capacity` × 64 bytes (default
+ * 2^17 slots: 8 MiB, for up to 131,072 buckets; a key has up to two). When a key's set is full, the
  * key takes over a slot of the set whose bucket has refilled to a full burst (it carries no state:
  * the in-memory limiter before this one dropped full buckets the same way), under that slot's lock.
  * When none has (all 16 used within the last second, or in debt) the new key's request is refused
@@ -57,13 +57,19 @@ export interface LimiterOptions {
 export const DEFAULT_CAPACITY = 1 << 17;
 
 const CONTROL_INTS = 4;
+const CONTROL_BYTES = 64; // the table starts on its own cache line
 const NODES = 0;
 const INSERT_LOCK = 1;
 
 /** Slots per set: a key lives in one of the WAYS slots of the set its fingerprint picks. */
 export const WAYS = 16;
 
-const STRIDE = 8;
+const SLOT_BYTES = 64; // one cache line: a take touches one line of the table
+const STRIDE = SLOT_BYTES / 4;
+const VSTRIDE = SLOT_BYTES / 8;
+/** Float64 indices inside a slot (bytes 32 and 40). */
+const TOKENS = 4;
+const UPDATED = 5;
 const STATE = 0;
 const LOCK = 1;
 const FP = 2;
@@ -75,12 +81,19 @@ const FORM_HASH = 2;
 const ORIGIN = performance.timeOrigin;
 const wallMs = (): number => ORIGIN + performance.now();
 
-/** Value of a hex digit's char code, or -1. */
-function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  const l = c | 32; // ASCII lower case
-  if (l >= 97 && l <= 102) return l - 87;
-  return -1;
+/** Value of a hex digit by char code, else -1 (any code above 127 too). */
+const HEX = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX[48 + c] = c;
+for (let c = 0; c < 6; c++) HEX[65 + c] = HEX[97 + c] = 10 + c;
+const hexDigit = (c: number): number => HEX[c & 127] | ((127 - c) >> 31);
+
+/** The 16-bit value of the 4 hex digits at `at`, or a negative number if one is not a hex digit. */
+function hex4(s: string, at: number): number {
+  const d0 = hexDigit(s.charCodeAt(at));
+  const d1 = hexDigit(s.charCodeAt(at + 1));
+  const d2 = hexDigit(s.charCodeAt(at + 2));
+  const d3 = hexDigit(s.charCodeAt(at + 3));
+  return (d0 | d1 | d2 | d3) < 0 ? -1 : (d0 << 12) | (d1 << 8) | (d2 << 4) | d3;
 }
 
 /** murmur3's finalizer: every input bit moves every output bit. */
@@ -105,6 +118,19 @@ function lockSlow(words: Int32Array, i: number): void {
   }
 }
 
+/** A key id as this thread last found it (SharedRateLimiter's `known`). */
+interface Known {
+  f0: number;
+  f1: number;
+  f2: number;
+  f3: number;
+  form: number;
+  slot: number;
+}
+
+/** Key ids a thread remembers per kind before it starts over. */
+const KNOWN_MAX = 16_384;
+
 export class SharedRateLimiter implements Limiter {
   private readonly control: Int32Array;
   private readonly meta: Int32Array;
@@ -121,6 +147,13 @@ export class SharedRateLimiter implements Limiter {
   private f3 = 0;
   private form = 0;
   private readonly scratch: Bucket = { tokens: 0, updatedMs: 0 };
+  /**
+   * This thread's memory of the keys it has seen, per kind: the fingerprint (so a UUID is parsed
+   * once per thread, not per request: a Map lookup costs a third of reading 36 characters) and the
+   * slot it had, a hint checked under the slot's lock. Bounded: cleared when full.
+   */
+  private readonly knownEval = new Map<string, Known>();
+  private readonly knownMgmt = new Map<string, Known>();
 
   /** A new table for this node's front threads. */
   static create(configured: Record<BucketKind, number>, opts: LimiterOptions & { capacity?: number } = {}): SharedRateLimiter {
@@ -131,7 +164,7 @@ export class SharedRateLimiter implements Limiter {
     for (const kind of ['eval', 'mgmt'] as const) {
       if (!(configured[kind] > 0) || !Number.isFinite(configured[kind])) throw new RangeError(`rate limit ${kind} must be a positive number, not ${configured[kind]}`);
     }
-    const buffer = new SharedArrayBuffer(CONTROL_INTS * 4 + capacity * STRIDE * 4 + capacity * 2 * 8);
+    const buffer = new SharedArrayBuffer(CONTROL_BYTES + capacity * SLOT_BYTES);
     new Int32Array(buffer, 0, CONTROL_INTS)[NODES] = 1;
     return new SharedRateLimiter({ buffer, capacity, eval: configured.eval, mgmt: configured.mgmt }, opts.now);
   }
@@ -147,8 +180,8 @@ export class SharedRateLimiter implements Limiter {
   ) {
     const { buffer, capacity } = memory;
     this.control = new Int32Array(buffer, 0, CONTROL_INTS);
-    this.meta = new Int32Array(buffer, CONTROL_INTS * 4, capacity * STRIDE);
-    this.values = new Float64Array(buffer, CONTROL_INTS * 4 + capacity * STRIDE * 4, capacity * 2);
+    this.meta = new Int32Array(buffer, CONTROL_BYTES, capacity * STRIDE);
+    this.values = new Float64Array(buffer, CONTROL_BYTES, capacity * VSTRIDE);
     this.slots = capacity;
     this.setMask = capacity / WAYS - 1;
     this.configuredEval = memory.eval;
@@ -172,7 +205,7 @@ export class SharedRateLimiter implements Limiter {
       if (kind === 0) continue;
       this.lock(m);
       const cap = burst(this.rate(Atomics.load(meta, m + STATE)));
-      if (values[s * 2] > cap) values[s * 2] = cap;
+      if (values[s * VSTRIDE + TOKENS] > cap) values[s * VSTRIDE + TOKENS] = cap;
       Atomics.store(meta, m + LOCK, 0);
     }
   }
@@ -216,15 +249,15 @@ export class SharedRateLimiter implements Limiter {
   /** The slot's bucket, refilled to `nowMs`, into `scratch` (the slot's lock is held). */
   private load(s: number, nowMs: number, rate: number): Bucket {
     const b = this.scratch;
-    b.tokens = this.values[s * 2];
-    b.updatedMs = this.values[s * 2 + 1];
+    b.tokens = this.values[s * VSTRIDE + TOKENS];
+    b.updatedMs = this.values[s * VSTRIDE + UPDATED];
     refill(b, nowMs, rate, burst(rate));
     return b;
   }
 
   private storeAndUnlock(s: number): void {
-    this.values[s * 2] = this.scratch.tokens;
-    this.values[s * 2 + 1] = this.scratch.updatedMs;
+    this.values[s * VSTRIDE + TOKENS] = this.scratch.tokens;
+    this.values[s * VSTRIDE + UPDATED] = this.scratch.updatedMs;
     Atomics.store(this.meta, s * STRIDE + LOCK, 0);
   }
 
@@ -234,7 +267,35 @@ export class SharedRateLimiter implements Limiter {
 
   /** The key's slot with its lock held, or -1 when its set has no room for it. */
   private acquire(k: number, keyId: string, nowMs: number): number {
-    this.fingerprint(keyId);
+    const known = k === 1 ? this.knownEval : this.knownMgmt;
+    const hint = known.get(keyId);
+    if (hint !== undefined) {
+      const m = hint.slot * STRIDE;
+      this.lock(m);
+      const { meta } = this;
+      if (meta[m + STATE] === k && meta[m + FP] === hint.f0 && meta[m + FP + 1] === hint.f1 && meta[m + FP + 2] === hint.f2 && meta[m + FP + 3] === hint.f3 && meta[m + FORM] === hint.form) {
+        return hint.slot;
+      }
+      Atomics.store(meta, m + LOCK, 0); // the slot went to another key: look again
+      this.f0 = hint.f0;
+      this.f1 = hint.f1;
+      this.f2 = hint.f2;
+      this.f3 = hint.f3;
+      this.form = hint.form;
+    } else this.fingerprint(keyId);
+    const s = this.find(k, nowMs);
+    if (s >= 0) {
+      if (hint !== undefined) hint.slot = s;
+      else {
+        if (known.size >= KNOWN_MAX) known.clear();
+        known.set(keyId, { f0: this.f0, f1: this.f1, f2: this.f2, f3: this.f3, form: this.form, slot: s });
+      }
+    }
+    return s;
+  }
+
+  /** The slot of the fingerprint in f0..f3/form, locked: found in its set, or placed there; or -1. */
+  private find(k: number, nowMs: number): number {
     const { meta } = this;
     const first = this.set(k) * WAYS;
     for (let s = first; s < first + WAYS; s++) {
@@ -278,7 +339,7 @@ export class SharedRateLimiter implements Limiter {
         const m = s * STRIDE;
         this.lock(m);
         const otherRate = this.rate(meta[m + STATE]);
-        if (values[s * 2] + (Math.max(0, nowMs - values[s * 2 + 1]) * otherRate) / 1000 >= burst(otherRate)) {
+        if (values[s * VSTRIDE + TOKENS] + (Math.max(0, nowMs - values[s * VSTRIDE + UPDATED]) * otherRate) / 1000 >= burst(otherRate)) {
           this.writeIdentity(m, s, burst(rate), nowMs);
           Atomics.store(meta, m + STATE, k);
           return s;
@@ -298,8 +359,8 @@ export class SharedRateLimiter implements Limiter {
     meta[m + FP + 2] = this.f2;
     meta[m + FP + 3] = this.f3;
     meta[m + FORM] = this.form;
-    this.values[s * 2] = tokens;
-    this.values[s * 2 + 1] = nowMs;
+    this.values[s * VSTRIDE + TOKENS] = tokens;
+    this.values[s * VSTRIDE + UPDATED] = nowMs;
   }
 
   private matches(m: number): boolean {
@@ -316,23 +377,20 @@ export class SharedRateLimiter implements Limiter {
   /** Sets f0..f3 and form: a canonical UUID's 16 bytes, else a 128-bit hash of the string. */
   private fingerprint(id: string): void {
     if (id.length === 36 && id.charCodeAt(8) === 45 && id.charCodeAt(13) === 45 && id.charCodeAt(18) === 45 && id.charCodeAt(23) === 45) {
-      let w = 0;
-      let digits = 0;
-      for (let p = 0; p < 36; p++) {
-        if (p === 8 || p === 13 || p === 18 || p === 23) continue;
-        const d = hexDigit(id.charCodeAt(p));
-        if (d < 0) break;
-        w = (w << 4) | d;
-        digits++;
-        if ((digits & 7) === 0) {
-          if (digits === 8) this.f0 = w;
-          else if (digits === 16) this.f1 = w;
-          else if (digits === 24) this.f2 = w;
-          else this.f3 = w;
-          w = 0;
-        }
-      }
-      if (digits === 32) {
+      // Unrolled by group (8-4-4-4-12 hex digits); a non-hex character makes its group negative.
+      const a = hex4(id, 0);
+      const b = hex4(id, 4);
+      const c = hex4(id, 9);
+      const d = hex4(id, 14);
+      const e = hex4(id, 19);
+      const f = hex4(id, 24);
+      const g = hex4(id, 28);
+      const h = hex4(id, 32);
+      if ((a | b | c | d | e | f | g | h) >= 0) {
+        this.f0 = (a << 16) | b;
+        this.f1 = (c << 16) | d;
+        this.f2 = (e << 16) | f;
+        this.f3 = (g << 16) | h;
         this.form = FORM_UUID;
         return;
       }

@@ -188,7 +188,7 @@ t.test('attach: another limiter on the same memory takes from the same buckets a
 t.test('bound: a full set reuses a bucket that refilled, keeps ones in use, and fails closed when none refilled', async (t) => {
   const capacity = 16; // one set of 16 slots: every key lands in it
   const { l, advance } = limiter({ eval: 10, mgmt: 10 }, capacity);
-  t.equal(l.memory.buffer.byteLength, 16 + capacity * 48, 'memory: 48 bytes a slot');
+  t.equal(l.memory.buffer.byteLength, 64 + capacity * 64, 'memory: a cache line a slot');
   const keys = Array.from({ length: capacity }, () => randomUUID());
   for (const k of keys) takeN(l, 'eval', k, 10); // 16 empty buckets
   const newcomer = randomUUID();
