@@ -30,7 +30,7 @@ import type { OrgSnapshot } from '../engine/index.js';
 import type { FrontRuntime } from '../runtime.js';
 import type { BucketKind } from '../ratelimit/token-bucket.js';
 import type { KeyWithHash } from './key-cache.js';
-import { hashKey } from './key-material.js';
+import { hashKey, KeyHashMemo } from './key-material.js';
 import { principalOf, type Principal } from './permissions.js';
 
 export interface Authenticated {
@@ -39,6 +39,9 @@ export interface Authenticated {
 }
 
 const unauthenticated = (msg: string) => new VexilError('UNAUTHENTICATED', msg);
+
+/** Hashes of key values that authenticated on this process (key-material.ts): the hot path skips SHA-256. */
+const memo = new KeyHashMemo();
 const INVALID_KEY = 'Invalid management key';
 
 /**
@@ -75,9 +78,10 @@ const tooManyFailures = (wait: number) =>
   new VexilError('RATE_LIMITED', 'Too many failed authentications from this address', { retryAfter: wait });
 
 /**
- * The steps for a key value. Missing or malformed: a 401 charged to the budget. A key the key cache
- * holds, with its organization in memory, is admitted synchronously (the hot path: no promise per
- * request, the address never asked for). A hash cached as unknown is a charged 401 (429 past the
+ * The steps for a key value. Missing or malformed: a 401 charged to the budget. A value that
+ * authenticated before on this process is hashed from the memo. A key the key cache holds, with its
+ * organization in memory, is admitted synchronously (the hot path: no promise per request, the
+ * address never asked for); an enabled one's value is remembered in the memo. A hash cached as unknown is a charged 401 (429 past the
  * budget) without a promise either. Otherwise `authenticateUnknown`, in a promise. Throws (or
  * rejects) with a VexilError.
  */
@@ -88,13 +92,21 @@ export function authenticate(
   /** The client's address, for the failed-authentication budget; null: no budget. */
   source: AddressSource = null,
 ): Authenticated | Promise<Authenticated> {
-  if (keyValue === undefined || keyValue === '') throw refuse(rt, source, 'Missing x-management-key header');
-  if (!KEY_RE.test(keyValue)) throw refuse(rt, source, INVALID_KEY);
-  const hash = hashKey(keyValue);
+  if (keyValue === undefined) throw refuse(rt, source, 'Missing x-management-key header');
+  let hash = memo.get(keyValue);
+  const remembered = hash !== undefined;
+  if (hash === undefined) {
+    if (keyValue === '') throw refuse(rt, source, 'Missing x-management-key header');
+    if (!KEY_RE.test(keyValue)) throw refuse(rt, source, INVALID_KEY);
+    hash = hashKey(keyValue);
+  }
   const cached = rt.keys.peek(hash);
   if (cached !== undefined && cached !== null) {
     const snapshot = rt.snapshots.peek(cached.orgId);
-    if (snapshot !== undefined) return admit(rt, cached, snapshot, bucketFor, INVALID_KEY);
+    if (snapshot !== undefined) {
+      if (!remembered && !cached.disabled) memo.remember(keyValue, hash);
+      return admit(rt, cached, snapshot, bucketFor, INVALID_KEY);
+    }
   }
   if (cached === null) throw refuse(rt, source, INVALID_KEY);
   return authenticateUnknown(rt, hash, bucketFor, addressOf(source));
