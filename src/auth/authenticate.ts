@@ -40,8 +40,12 @@ export interface Authenticated {
 
 const unauthenticated = (msg: string) => new VexilError('UNAUTHENTICATED', msg);
 
-/** Hashes of key values that authenticated on this process (key-material.ts): the hot path skips SHA-256. */
-const memo = new KeyHashMemo();
+/**
+ * Hashes of key values that authenticated on this process (key-material.ts): the hot path skips
+ * SHA-256. Exported only to be inspected (tests); nothing else may fill it.
+ */
+export const keyHashMemo = new KeyHashMemo();
+const memo = keyHashMemo;
 const INVALID_KEY = 'Invalid management key';
 
 /**
