@@ -33,6 +33,7 @@ import {
   type ServiceTarget,
 } from './harness.js';
 import type { CustomScenario, RunContext } from './custom-scenario.js';
+import { cpuSeconds, processTree } from './proc.js';
 import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario, type Target } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
@@ -118,12 +119,19 @@ export interface PairSide {
   request: LoadRequest;
   /** Evaluations per request (rates and CPU are per evaluation). */
   evals: number;
+  /**
+   * Also report the CPU of this process alone (not its children): its share of the whole tree's
+   * CPU over each slice, applied to the tree's CPU per evaluation.
+   */
+  ownPid?: number;
 }
 
 /** Per side: evaluations/s and server CPU µs per evaluation of every slice; per pair: B ÷ A. */
 export interface PairedFigures {
   rps: [number[], number[]];
   cpu: [number[], number[]];
+  /** CPU µs per evaluation of each side's `ownPid` alone (NaN without one). */
+  ownCpu: [number[], number[]];
   ratios: number[];
   cpuRatios: number[];
 }
@@ -133,19 +141,25 @@ export interface PairedFigures {
  * the other), each a `measure` with a 1 s warm-up on fresh connections.
  */
 export async function alternate(rc: RunContext, label: string, sides: [PairSide, PairSide], pairs: number): Promise<PairedFigures> {
-  const f: PairedFigures = { rps: [[], []], cpu: [[], []], ratios: [], cpuRatios: [] };
+  const f: PairedFigures = { rps: [[], []], cpu: [[], []], ownCpu: [[], []], ratios: [], cpuRatios: [] };
+  const treeCpu = (pids: number[]): number => pids.flatMap(processTree).reduce((a, p) => a + (cpuSeconds(p) || 0), 0);
   for (let i = 0; i < pairs; i++) {
     const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    const got: { rps: number; cpu: number }[] = [];
+    const got: { rps: number; cpu: number; own: number }[] = [];
     for (const k of order) {
       const s = sides[k];
       log(`  ${label} pair ${i + 1}/${pairs}: ${s.name}`);
+      const own0 = s.ownPid === undefined ? NaN : cpuSeconds(s.ownPid);
+      const tree0 = s.ownPid === undefined ? NaN : treeCpu(s.target.pids);
       const m = await measure(rc.opts, s.target, s.request, { warmupSec: 1 });
-      got[k] = { rps: (m.load?.rps ?? NaN) * s.evals, cpu: (m.server?.cpuUsPerRequest ?? NaN) / s.evals };
+      const cpu = (m.server?.cpuUsPerRequest ?? NaN) / s.evals;
+      const ownShare = s.ownPid === undefined ? NaN : (cpuSeconds(s.ownPid) - own0) / (treeCpu(s.target.pids) - tree0);
+      got[k] = { rps: (m.load?.rps ?? NaN) * s.evals, cpu, own: cpu * ownShare };
     }
     for (const k of [0, 1]) {
       f.rps[k].push(got[k].rps);
       f.cpu[k].push(got[k].cpu);
+      f.ownCpu[k].push(got[k].own);
     }
     f.ratios.push(got[1].rps / got[0].rps);
     // CPU per evaluation: B's against A's (below 1: B is cheaper).

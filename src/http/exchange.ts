@@ -287,6 +287,7 @@ function answer(ctx: ExchangeContext, w: ResponseWriter, route: Route, inc: Inco
 }
 
 export function decodeParam(value: string): string {
+  if (value.indexOf('%') === -1) return value; // nothing to decode (the usual flag name): no runtime call
   try {
     return decodeURIComponent(value);
   } catch {

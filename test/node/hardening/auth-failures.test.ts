@@ -11,6 +11,8 @@ import t from 'tap';
 import { AuthFailureBudget } from '../../../src/auth/auth-failures.js';
 import { createFlag, createKey, evaluate, expectProblem, randomKey, startTestNode, upsertConfig } from '../../helpers/node.js';
 
+t.setTimeout(300_000);
+
 t.test('over HTTP', async (t) => {
   const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5' } });
   await createFlag(n, 'f');

@@ -96,7 +96,7 @@ t.test('the key-hash memo holds only values that authenticated, and revocation s
   await code(() => authenticate(rt, DISABLED, eval_));
   await code(() => authenticate(rt, 'not a key', eval_));
   t.equal(keyHashMemo.size, before, 'unknown, disabled and malformed values are never remembered');
-  const V2 = '12'.repeat(32);
+  const V2 = 'fe'.repeat(32);
   const rows = (rt.keys as unknown as { load: (h: string) => Promise<unknown> });
   const load = rows.load;
   rows.load = async (h: string) => (h === hashKey(V2) ? { id: 'k9', orgId: 'o1', name: 'k9', permissions: ['CanEvaluate'], application: null, environment: null, disabled: false } : load(h));
