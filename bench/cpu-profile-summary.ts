@@ -37,6 +37,7 @@ const PARTS: [string, RegExp][] = [
   ['key hash (SHA-256, node:crypto)', /node:internal\/crypto|^hash |^digest |^createHash |^update /],
   ['key memo and key format check', /auth\/key-material\.js|input-formats\.js/],
   ['key cache', /auth\/key-cache\.js|util\/clock\.js/],
+  ['timers (the key cache\'s coarse clock arms one per millisecond)', /node:timers|node:internal\/timers|priority_queue|async_hooks|^(scheduleTimer|toggleTimerRef) /],
   ['admission (authenticate, rate limiter)', /auth\/authenticate\.js|ratelimit\/|auth\/permissions\.js|auth\/client-address\.js/],
   ['JSON.parse of the body', /^parse $|bounded-json|json-depth/],
   ['body read (copy, decode)', /BodyReader|^(push|finish|decode|toString|utf8Slice|concat|slice) /],
