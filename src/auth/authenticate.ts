@@ -21,7 +21,8 @@
  *
  * The two paths another thread may have to run on a front thread's behalf are plain exported
  * functions of the runtime and the address: `lookupWithBudget` (a hash the key cache does not hold:
- * budget, lookup, refund) and `refuse` (a missing or malformed credential).
+ * budget, lookup, refund), `authenticateUnknown` (that, then the organization, 402 and the key's
+ * rate limit) and `refuseAddress` (a missing or malformed credential).
  */
 import { VexilError } from '../domain/errors.js';
 import { KEY_RE } from '../domain/input-formats.js';
@@ -85,9 +86,9 @@ const tooManyFailures = (wait: number) =>
  * The steps for a key value. Missing or malformed: a 401 charged to the budget. A value that
  * authenticated before on this process is hashed from the memo. A key the key cache holds, with its
  * organization in memory, is admitted synchronously (the hot path: no promise per request, the
- * address never asked for); an enabled one's value is remembered in the memo. A hash cached as unknown is a charged 401 (429 past the
- * budget) without a promise either. Otherwise `authenticateUnknown`, in a promise. Throws (or
- * rejects) with a VexilError.
+ * address never asked for); an enabled one's value is remembered in the memo. A hash cached as
+ * unknown is a charged 401 (429 past the budget) without a promise either. Otherwise
+ * `authenticateUnknown`, in a promise. Throws (or rejects) with a VexilError.
  */
 export function authenticate(
   rt: FrontRuntime,

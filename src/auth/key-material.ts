@@ -3,9 +3,9 @@
  * CSPRNG. Only their SHA-256 is ever stored, logged or sent anywhere; comparisons are constant-time.
  *
  * One exception in memory: `KeyHashMemo`, the per-process memo of value → hash for values that
- * authenticated (docs/limits.md, "Failed authentications"). The SHA-256 of a presented key was the
- * largest single cost of a REST evaluation (issue 28, docs/benchmarks.md); a Map lookup by the
- * value is a fraction of it.
+ * authenticated (docs/limits.md, "The key-hash memo"). The SHA-256 of a presented key is paid on
+ * every request (issue 28 profiled it at 4× the rule engine; docs/benchmarks.md "REST against the
+ * bare endpoint"); a Map lookup by the value is about a third of it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as nodeCrypto from 'node:crypto';
