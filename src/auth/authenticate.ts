@@ -136,33 +136,62 @@ export async function authenticateUnknown(
 export type BudgetedLookup = Pick<FrontRuntime, 'keys' | 'authFailures'>;
 
 /**
+ * Reserved lookups in flight, per budget, by address and hash: requests that present the same key
+ * from the same address while it is being looked up join that lookup and its one reservation (the
+ * key cache joins them into one query anyway). Without this, a client's first burst of parallel
+ * requests with its new, valid key would spend the whole budget on itself and get 429s.
+ */
+const reservedLookups = new WeakMap<BudgetedLookup['authFailures'], Map<string, Promise<ManagementKey | null>>>();
+
+/**
  * The key of `hash` through the key cache, within `address`'s failed-authentication budget (null:
  * no budget). A hash this node has never authenticated reserves one unit first (429 with
- * retryAfter when none is left, and nothing is looked up); the unit stays spent when the key is
- * unknown or disabled (401), and is given back when the key is valid or the lookup failed for
- * another reason (a 503 says nothing about the key). A key this node already holds (even expired)
- * is looked up whatever the budget, and spends a unit only when it turns out disabled or gone.
- * Resolves to an enabled key; rejects with a VexilError.
+ * retryAfter when none is left, and nothing is looked up), once per address for all the requests
+ * that wait for the same lookup; the unit stays spent when the key is unknown or disabled (401),
+ * and is given back when the key is valid or the lookup failed for another reason (a 503 says
+ * nothing about the key). A key this node already holds (even expired) is looked up whatever the
+ * budget, and spends a unit only when it turns out disabled or gone. Resolves to an enabled key;
+ * rejects with a VexilError.
  */
 export async function lookupWithBudget(rt: BudgetedLookup, hash: string, address: string | null): Promise<ManagementKey> {
-  const reserved = address !== null && !rt.keys.known(hash);
-  if (reserved) {
-    const wait = rt.authFailures.reserve(address);
-    if (wait > 0) throw tooManyFailures(wait);
-  }
-  let key: ManagementKey | null;
-  try {
-    key = await rt.keys.lookup(hash);
-  } catch (err) {
-    if (reserved) rt.authFailures.refund(address);
-    throw err;
-  }
-  if (key === null || key.disabled) {
-    if (address !== null && !reserved) rt.authFailures.spend(address);
+  if (address === null || rt.keys.known(hash)) {
+    const key = await rt.keys.lookup(hash);
+    if (key !== null && !key.disabled) return key;
+    if (address !== null) rt.authFailures.spend(address);
     throw unauthenticated(INVALID_KEY);
   }
-  if (reserved) rt.authFailures.refund(address);
+  const key = await reservedLookup(rt, hash, address);
+  if (key === null || key.disabled) throw unauthenticated(INVALID_KEY);
   return key;
+}
+
+/** One reservation and one lookup of `hash` for `address`, shared by the requests that ask meanwhile. */
+function reservedLookup(rt: BudgetedLookup, hash: string, address: string): Promise<ManagementKey | null> {
+  let inflight = reservedLookups.get(rt.authFailures);
+  if (inflight === undefined) reservedLookups.set(rt.authFailures, (inflight = new Map()));
+  const id = `${address} ${hash}`;
+  const joined = inflight.get(id);
+  if (joined !== undefined) return joined;
+  const wait = rt.authFailures.reserve(address);
+  if (wait > 0) return Promise.reject(tooManyFailures(wait));
+  const budget = rt.authFailures;
+  const map = inflight;
+  const p = rt.keys.lookup(hash).then(
+    (key) => {
+      if (key !== null && !key.disabled) budget.refund(address);
+      return key;
+    },
+    (err: unknown) => {
+      budget.refund(address);
+      throw err;
+    },
+  );
+  map.set(id, p);
+  const forget = () => {
+    if (map.get(id) === p) map.delete(id);
+  };
+  p.then(forget, forget);
+  return p;
 }
 
 /**

@@ -89,6 +89,15 @@ t.test('under concurrency: parallel guesses cannot outrun the budget (issue 28)'
   t.equal((await evaluate(n, fresh[0], 'f', body)).status, 200, 'a key this node holds is served past the budget');
 });
 
+t.test("a client's first parallel burst with its new valid key is served whole", async (t) => {
+  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '2' } });
+  await createFlag(n, 'f');
+  await upsertConfig(n, 'f', {});
+  const k = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  const answers = await Promise.all(Array.from({ length: 50 }, () => evaluate(n, k, 'f', { userId: 'u', stage: 'production' })));
+  t.same(new Set(answers.map((a) => a.status)), new Set([200]), '50 parallel first requests, a budget of 2: one lookup, one reservation, all 200');
+});
+
 t.test('a new valid key gives its unit back', async (t) => {
   const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5' } });
   await createFlag(n, 'f');

@@ -114,6 +114,21 @@ t.test('lookupWithBudget: a valid key gives its unit back; a disabled one keeps 
   t.equal(await none, 'UNAUTHENTICATED', 'no address: no budget, the lookup and a plain 401');
 });
 
+t.test('lookupWithBudget: parallel requests with the same key from one address share one reservation', async (t) => {
+  const { keys, counts, release } = slowKeys({ good: key('k1') });
+  const rt: BudgetedLookup = { keys, authFailures: new AuthFailureBudget(2, () => 0) };
+  const valid = Array.from({ length: 100 }, () => outcome(lookupWithBudget(rt, 'good', 'a')));
+  const guess = Array.from({ length: 100 }, () => outcome(lookupWithBudget(rt, 'wrong', 'a')));
+  await release();
+  t.same(new Set(await Promise.all(valid)), new Set(['OK']), "a client's first burst with its new valid key is served whole");
+  t.same(new Set(await Promise.all(guess)), new Set(['UNAUTHENTICATED']), 'the same wrong key sent 100 times in parallel is one guess');
+  t.equal(counts.loads, 2, 'two lookups');
+  const other = outcome(lookupWithBudget(rt, 'other', 'a'));
+  await release();
+  t.equal(await other, 'UNAUTHENTICATED', 'the valid key gave its unit back and the guesses kept one: one of 2 is left');
+  t.equal(await outcome(lookupWithBudget(rt, 'another', 'a')), 'RATE_LIMITED 1', 'and then none');
+});
+
 t.test('lookupWithBudget: a lookup that fails for another reason gives the unit back', async (t) => {
   const keys = new KeyCache(() => Promise.reject(new VexilError('UNAVAILABLE', 'database down')), { ttlMs: 60_000, now: () => 0 });
   const rt: BudgetedLookup = { keys, authFailures: new AuthFailureBudget(1, () => 0) };
