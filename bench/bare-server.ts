@@ -4,14 +4,17 @@
  * It does the minimum an evaluation server must do for `POST /flags/:name`
  * (docs/api.md#evaluation) and nothing more: read the JSON body (onData/onAborted),
  * JSON.parse it, authenticate the `x-management-key` header by looking up its
- * sha256 in a Map, and answer a fixed evaluation result in one corked write.
+ * SHA-256 in a Map, and answer a fixed evaluation result in one corked write.
+ * The hash is Vexil's own `hashKey` (src/auth/key-material.ts: the one-shot
+ * `crypto.hash` where Node has it), computed on every request, so "look up the
+ * key" costs here what it costs a Vexil that hashes every request (issue 28).
  * Every figure of the real service is reported as a ratio against this one.
  *
  * Usage: node dist/bench/bare-server.js [--port N] [--host H] [--key HEX]
  *   env:  PORT, HOST, BENCH_KEY (the accepted management key)
  * Prints `listening <port>` on stdout when ready (port 0 picks a free port).
  */
-import { createHash } from 'node:crypto';
+import { hashKey } from '../src/auth/key-material.js';
 import { loadNativeUws, type us_socket } from '../src/http/uws.js';
 
 // The baseline is the native uWebSockets.js that Vexil itself loads; never a fallback.
@@ -33,10 +36,6 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
-}
-
 function main(): void {
   const port = Number(argValue('--port') ?? process.env.PORT ?? 0);
   const host = argValue('--host') ?? process.env.HOST ?? '127.0.0.1';
@@ -48,7 +47,7 @@ function main(): void {
 
   // Hash -> key record, as a real server stores only hashes of key values.
   const keys = new Map<string, { id: string; permissions: string[] }>();
-  keys.set(sha256Hex(key), { id: 'bench', permissions: ['CanEvaluate'] });
+  keys.set(hashKey(key), { id: 'bench', permissions: ['CanEvaluate'] });
 
   const app = uWS.App();
 
@@ -92,7 +91,7 @@ function main(): void {
       } catch {
         body = undefined;
       }
-      const record = mgmtKey === '' ? undefined : keys.get(sha256Hex(mgmtKey));
+      const record = mgmtKey === '' ? undefined : keys.get(hashKey(mgmtKey));
       res.cork(() => {
         if (record === undefined) {
           res.writeStatus('401 Unauthorized').end();

@@ -33,7 +33,8 @@ import {
   type ServiceTarget,
 } from './harness.js';
 import type { CustomScenario, RunContext } from './custom-scenario.js';
-import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario } from './scenario-types.js';
+import { cpuSeconds, processTree } from './proc.js';
+import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario, type Target } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
 
@@ -111,34 +112,70 @@ async function side(rc: RunContext, s: Scenario, label: string, main?: string): 
   return { scenario: s, target, request: s.request(ctx), evals: s.evaluationsPerRequest?.(rc.opts) ?? 1 };
 }
 
+/** One side of an interleaved comparison: a running target and the request measured against it. */
+export interface PairSide {
+  name: string;
+  target: Target;
+  request: LoadRequest;
+  /** Evaluations per request (rates and CPU are per evaluation). */
+  evals: number;
+  /**
+   * Also report the CPU of this process alone (not its children): its share of the whole tree's
+   * CPU over each slice, applied to the tree's CPU per evaluation.
+   */
+  ownPid?: number;
+}
+
+/** Per side: evaluations/s and server CPU µs per evaluation of every slice; per pair: B ÷ A. */
+export interface PairedFigures {
+  rps: [number[], number[]];
+  cpu: [number[], number[]];
+  /** CPU µs per evaluation of each side's `ownPid` alone (NaN without one). */
+  ownCpu: [number[], number[]];
+  ratios: number[];
+  cpuRatios: number[];
+}
+
+/**
+ * `pairs` interleaved slices of A and B (which goes first alternates, so neither always follows
+ * the other), each a `measure` with a 1 s warm-up on fresh connections.
+ */
+export async function alternate(rc: RunContext, label: string, sides: [PairSide, PairSide], pairs: number): Promise<PairedFigures> {
+  const f: PairedFigures = { rps: [[], []], cpu: [[], []], ownCpu: [[], []], ratios: [], cpuRatios: [] };
+  const treeCpu = (pids: number[]): number => pids.flatMap(processTree).reduce((a, p) => a + (cpuSeconds(p) || 0), 0);
+  for (let i = 0; i < pairs; i++) {
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    const got: { rps: number; cpu: number; own: number }[] = [];
+    for (const k of order) {
+      const s = sides[k];
+      log(`  ${label} pair ${i + 1}/${pairs}: ${s.name}`);
+      const own0 = s.ownPid === undefined ? NaN : cpuSeconds(s.ownPid);
+      const tree0 = s.ownPid === undefined ? NaN : treeCpu(s.target.pids);
+      const m = await measure(rc.opts, s.target, s.request, { warmupSec: 1 });
+      const cpu = (m.server?.cpuUsPerRequest ?? NaN) / s.evals;
+      const ownShare = s.ownPid === undefined ? NaN : (cpuSeconds(s.ownPid) - own0) / (treeCpu(s.target.pids) - tree0);
+      got[k] = { rps: (m.load?.rps ?? NaN) * s.evals, cpu, own: cpu * ownShare };
+    }
+    for (const k of [0, 1]) {
+      f.rps[k].push(got[k].rps);
+      f.cpu[k].push(got[k].cpu);
+      f.ownCpu[k].push(got[k].own);
+    }
+    f.ratios.push(got[1].rps / got[0].rps);
+    // CPU per evaluation: B's against A's (below 1: B is cheaper).
+    f.cpuRatios.push(got[1].cpu / got[0].cpu);
+  }
+  return f;
+}
+
 async function compare(rc: RunContext, c: Comparison, pairs: number): Promise<Measurement> {
   const row: Measurement = { name: c.name, description: `${c.what}: ${c.b.name} ÷ ${c.a.name}, ${pairs} interleaved pairs`, status: 'ok', evalWorkers: workersLabel(rc.opts) };
   const sides: Side[] = [];
   try {
     sides.push(await side(rc, c.a, `${c.name}-a`, c.aMain));
     sides.push(await side(rc, c.b, `${c.name}-b`));
-    const rps: number[][] = [[], []];
-    const cpu: number[][] = [[], []];
-    const ratios: number[] = [];
-    const cpuRatios: number[] = [];
-    for (let i = 0; i < pairs; i++) {
-      // Alternate which side goes first, so neither always follows the other.
-      const order = i % 2 === 0 ? [0, 1] : [1, 0];
-      const got: { rps: number; cpu: number }[] = [];
-      for (const k of order) {
-        const s = sides[k];
-        log(`  ${c.name} pair ${i + 1}/${pairs}: ${s.scenario.name}`);
-        const m = await measure(rc.opts, s.target, s.request, { warmupSec: 1 });
-        got[k] = { rps: (m.load?.rps ?? NaN) * s.evals, cpu: (m.server?.cpuUsPerRequest ?? NaN) / s.evals };
-      }
-      for (const k of [0, 1]) {
-        rps[k].push(got[k].rps);
-        cpu[k].push(got[k].cpu);
-      }
-      ratios.push(got[1].rps / got[0].rps);
-      // CPU per evaluation: B's against A's (below 1: B is cheaper).
-      cpuRatios.push(got[1].cpu / got[0].cpu);
-    }
+    const pairSide = (s: Side): PairSide => ({ name: s.scenario.name, target: s.target, request: s.request, evals: s.evals });
+    const { rps, cpu, ratios, cpuRatios } = await alternate(rc, c.name, [pairSide(sides[0]), pairSide(sides[1])], pairs);
     const r = median(ratios);
     const fmt = (xs: number[], d = 0) => xs.map((x) => x.toFixed(d)).join(', ');
     row.versus = { name: c.a.name, rps: r, cpuPerRequest: median(cpuRatios) };

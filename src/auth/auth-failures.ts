@@ -6,6 +6,13 @@
  * database. Keys this node has already authenticated are still served (authenticate.ts asks the key
  * cache first).
  *
+ * A lookup is asynchronous, so its unit is taken before it starts (`reserve`) and given back when
+ * the key turns out valid (`refund`): checking before and spending after would let any number of
+ * parallel guesses through while the first ones are still being looked up (issue 28). A failure
+ * known without a lookup (a missing or malformed key) is a `reserve` that is never refunded; a key
+ * this node already holds is looked up without a reservation and `spend`s when it fails, which may
+ * run into debt of at most one burst.
+ *
  * Per node, like the key cache: failures are not shared over the cluster bus. Memory is bounded:
  * past `maxEntries` addresses, buckets that have refilled are dropped, then the oldest.
  * Pure apart from the injected clock.
@@ -32,8 +39,34 @@ export class AuthFailureBudget {
     return b.tokens >= 1 ? 0 : secondsUntilToken(b.tokens, this.rate);
   }
 
-  /** One failed authentication from `address`. */
+  /**
+   * Takes one unit for an attempt whose outcome is not known yet: 0 when it was taken, else the
+   * whole seconds until `address` has one (Retry-After), and nothing is taken. Never runs into debt.
+   */
+  reserve(address: string): number {
+    const b = this.bucket(address);
+    if (b.tokens < 1) return secondsUntilToken(b.tokens, this.rate);
+    b.tokens -= 1;
+    return 0;
+  }
+
+  /** Gives back a unit `reserve` took, when the attempt authenticated after all. */
+  refund(address: string): void {
+    const b = this.buckets.get(address);
+    if (b === undefined) return; // evicted meanwhile: a new bucket starts full anyway
+    refill(b, this.now(), this.rate, this.capacity);
+    b.tokens = Math.min(this.capacity, b.tokens + 1);
+  }
+
+  /** One failed authentication from `address` that was not reserved (a key this node holds). */
   spend(address: string): void {
+    const b = this.bucket(address);
+    // Lookups of held keys that were under way when the budget ran out may still fail: at most one burst of debt.
+    b.tokens = Math.max(-this.capacity, b.tokens - 1);
+  }
+
+  /** The address's bucket, refilled to now; created full (evicting past `maxEntries`) when new. */
+  private bucket(address: string): Bucket {
     const nowMs = this.now();
     let b = this.buckets.get(address);
     if (b === undefined) {
@@ -43,8 +76,7 @@ export class AuthFailureBudget {
     } else {
       refill(b, nowMs, this.rate, this.capacity);
     }
-    // Lookups already under way when the budget ran out may still fail: at most one burst of debt.
-    b.tokens = Math.max(-this.capacity, b.tokens - 1);
+    return b;
   }
 
   get size(): number {

@@ -306,6 +306,7 @@ export async function replyFor(ctx: ExchangeContext, route: Route, inc: Incoming
 }
 
 export function decodeParam(value: string): string {
+  if (value.indexOf('%') === -1) return value; // nothing to decode (the usual flag name): no runtime call
   try {
     return decodeURIComponent(value);
   } catch {

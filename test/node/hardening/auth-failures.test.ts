@@ -2,13 +2,16 @@
  * The failed-authentication budget (VEXIL_RATE_LIMIT_AUTH_FAILURES; docs/limits.md) over real HTTP: every
  * 401 spends one unit of the client address's budget; past it, 429 RATE_LIMITED with Retry-After
  * and no key lookup (the negative cache does not grow); a key this node already authenticated is
- * still served from that address; the budget refills. The operator token and the /metrics token
- * spend the same budget. Then the AuthFailureBudget itself.
+ * still served from that address; the budget refills. Under concurrency (200 parallel guesses) at
+ * most the budget reaches the key lookup, and a new valid key gives its unit back. The operator
+ * token and the /metrics token spend the same budget. Then the AuthFailureBudget itself.
  */
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import { AuthFailureBudget } from '../../../src/auth/auth-failures.js';
 import { createFlag, createKey, evaluate, expectProblem, randomKey, startTestNode, upsertConfig } from '../../helpers/node.js';
+
+t.setTimeout(300_000);
 
 t.test('over HTTP', async (t) => {
   const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5' } });
@@ -42,6 +45,71 @@ t.test('over HTTP', async (t) => {
   await new Promise((r) => setTimeout(r, 1100 * Number(over.headers.get('retry-after'))));
   t.equal((await evaluate(n, fresh, 'f', body)).status, 200, 'after Retry-After the budget has refilled: the new key authenticates');
   expectProblem(t, await evaluate(n, randomKey(), 'f', body), 401, 'UNAUTHENTICATED', 'and a bad key is a 401 again');
+});
+
+t.test('under concurrency: parallel guesses cannot outrun the budget (issue 28)', async (t) => {
+  const rate = 20;
+  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: String(rate) } });
+  await createFlag(n, 'f');
+  await upsertConfig(n, 'f', {});
+  const fresh = [];
+  for (let i = 0; i < 3; i++) fresh.push(await createKey(n, { permissions: ['CanEvaluate'], application: 'default' }));
+  const body = { userId: 'u', stage: 'production' };
+  const keys = n.node.runtime.keys;
+  // Every lookup of a hash the key cache does not answer from memory (the ask that reaches the database).
+  let lookups = 0;
+  const lookup = keys.lookup.bind(keys);
+  keys.lookup = (hash: string) => {
+    if (keys.peek(hash) === undefined) lookups++;
+    return lookup(hash);
+  };
+  const unknownBefore = keys.sizes.unknown;
+
+  const t0 = performance.now();
+  const answers = await Promise.all(Array.from({ length: 200 }, () => evaluate(n, randomKey(), 'f', body)));
+  const elapsedSec = (performance.now() - t0) / 1000;
+  const statuses = answers.map((a) => a.status);
+  const refused = answers.filter((a) => a.status === 429);
+  // The budget refills at `rate` per second while the burst is under way: allow for it.
+  const bound = rate + Math.ceil(rate * elapsedSec);
+  t.comment(`200 parallel guesses in ${(elapsedSec * 1000).toFixed(0)} ms: ${lookups} looked up, ${statuses.filter((s) => s === 401).length} × 401, ${refused.length} × 429`);
+  t.ok(lookups <= bound, `at most the burst (${rate}) plus the refill (${bound - rate}) reached the key lookup (${lookups})`);
+  t.ok(keys.sizes.unknown - unknownBefore <= bound, 'and the negative cache grew by no more');
+  t.same(new Set(statuses), new Set([401, 429]), 'every guess was a 401 or a 429');
+  t.ok(refused.length >= 200 - bound, `the rest were refused with 429 (${refused.length})`);
+  t.ok(refused.every((a) => Number(a.headers.get('retry-after')) >= 1), 'each 429 carries Retry-After');
+  t.equal(statuses.filter((s) => s === 401).length, lookups, 'each lookup cost one 401, no more');
+
+  // A valid key this node has not seen gives its reserved unit back: several in parallel, past a spent budget too once refilled.
+  await new Promise((r) => setTimeout(r, 1100));
+  const served = await Promise.all(fresh.map((k) => evaluate(n, k, 'f', body)));
+  t.same(served.map((a) => a.status), [200, 200, 200], 'after a second, new valid keys are served');
+  const guesses = await Promise.all(Array.from({ length: rate + 10 }, () => evaluate(n, randomKey(), 'f', body)));
+  t.ok(guesses.filter((a) => a.status === 401).length >= rate - 2, 'their units were refunded: nearly a whole burst of guesses is looked up again');
+  t.equal((await evaluate(n, fresh[0], 'f', body)).status, 200, 'a key this node holds is served past the budget');
+});
+
+t.test("a client's first parallel burst with its new valid key is served whole", async (t) => {
+  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '2' } });
+  await createFlag(n, 'f');
+  await upsertConfig(n, 'f', {});
+  const k = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  const answers = await Promise.all(Array.from({ length: 50 }, () => evaluate(n, k, 'f', { userId: 'u', stage: 'production' })));
+  t.same(new Set(answers.map((a) => a.status)), new Set([200]), '50 parallel first requests, a budget of 2: one lookup, one reservation, all 200');
+});
+
+t.test('a new valid key gives its unit back', async (t) => {
+  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_AUTH_FAILURES: '0.5' } });
+  await createFlag(n, 'f');
+  await upsertConfig(n, 'f', {});
+  const a = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  const b = await createKey(n, { permissions: ['CanEvaluate'], application: 'default' });
+  const body = { userId: 'u', stage: 'production' };
+  // A burst of one unit: without the refund, the second new key would wait 2 s.
+  t.equal((await evaluate(n, a, 'f', body)).status, 200, 'a new key reserves the only unit, and gives it back');
+  t.equal((await evaluate(n, b, 'f', body)).status, 200, 'so the next new key is looked up too');
+  expectProblem(t, await evaluate(n, randomKey(), 'f', body), 401, 'UNAUTHENTICATED', 'a guess spends the unit');
+  expectProblem(t, await evaluate(n, randomKey(), 'f', body), 429, 'RATE_LIMITED', 'and the next one waits');
 });
 
 t.test('a wrong operator token spends the same budget; past it even the right token waits', async (t) => {

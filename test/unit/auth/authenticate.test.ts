@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { AuthFailureBudget } from '../../../src/auth/auth-failures.js';
-import { authenticate, authenticateKeyId, type KeyIdCredential } from '../../../src/auth/authenticate.js';
+import { authenticate, authenticateKeyId, keyHashMemo, type KeyIdCredential } from '../../../src/auth/authenticate.js';
 import { KeyCache } from '../../../src/auth/key-cache.js';
 import { findKeyByHash, findKeyWithHash } from '../../../src/features/keys/store.js';
 import { hashKey } from '../../../src/auth/key-material.js';
@@ -85,6 +85,27 @@ t.test('a valid key passes, the cached path too, and takes from the chosen bucke
   t.notOk(second instanceof Promise, 'a cached key is authenticated synchronously');
   t.equal(queries(), 1);
   t.same(takes, ['eval:k1', 'mgmt:k1']);
+});
+
+t.test('the key-hash memo holds only values that authenticated, and revocation still works', async (t) => {
+  const { rt } = runtime({ rate: 100 });
+  const before = keyHashMemo.size;
+  const eval_ = () => 'eval' as const;
+  for (let i = 0; i < 50; i++) await code(() => authenticate(rt, i.toString(16).padStart(2, '0').repeat(32), eval_));
+  await code(() => authenticate(rt, DISABLED, eval_));
+  await code(() => authenticate(rt, DISABLED, eval_));
+  await code(() => authenticate(rt, 'not a key', eval_));
+  t.equal(keyHashMemo.size, before, 'unknown, disabled and malformed values are never remembered');
+  const V2 = 'fe'.repeat(32);
+  const rows = (rt.keys as unknown as { load: (h: string) => Promise<unknown> });
+  const load = rows.load;
+  rows.load = async (h: string) => (h === hashKey(V2) ? { id: 'k9', orgId: 'o1', name: 'k9', permissions: ['CanEvaluate'], application: null, environment: null, disabled: false } : load(h));
+  t.equal(await code(() => authenticate(rt, V2, eval_)), 'OK', 'a new valid key (looked up)');
+  t.equal(await code(() => authenticate(rt, V2, eval_)), 'OK', 'then served from the key cache');
+  t.equal(keyHashMemo.get(V2), hashKey(V2), 'and remembered with its SHA-256');
+  rows.load = async (h: string) => (h === hashKey(V2) ? { id: 'k9', orgId: 'o1', name: 'k9', permissions: ['CanEvaluate'], application: null, environment: null, disabled: true } : load(h));
+  rt.keys.invalidateKey('k9');
+  t.equal(await code(() => authenticate(rt, V2, eval_)), 'UNAUTHENTICATED', 'disabled later: refused by hash, the memo notwithstanding');
 });
 
 t.test('402 before 429: an inactive organization takes no token', async (t) => {

@@ -1,7 +1,7 @@
 /** Key values (docs/api.md, "Keys"): 64 lowercase hex from a CSPRNG, stored as SHA-256, compared in constant time. */
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { digestsEqual, generateKeyValue, hashKey, secretMatches } from '../../../src/auth/key-material.js';
+import { digestsEqual, generateKeyValue, hashKey, KeyHashMemo, secretMatches } from '../../../src/auth/key-material.js';
 import { KEY_RE as KEY_PATTERN } from '../../../src/domain/input-formats.js';
 
 t.test('generated values are 64 lowercase hex and distinct', async (t) => {
@@ -39,4 +39,14 @@ t.test('constant-time comparisons', async (t) => {
   t.notOk(secretMatches('operator-token-12', 'operator-token-123'), 'a prefix does not match');
   t.notOk(secretMatches('', 'operator-token-123'));
   t.notOk(secretMatches('OPERATOR-TOKEN-123', 'operator-token-123'), 'case matters');
+});
+
+t.test('KeyHashMemo answers what it was told, and is bounded, oldest first', async (t) => {
+  const m = new KeyHashMemo(3);
+  const values = ['aa', 'bb', 'cc', 'dd'].map((x) => x.repeat(32));
+  t.equal(m.get(values[0]), undefined, 'nothing until remembered');
+  for (const v of values) m.remember(v, hashKey(v));
+  t.equal(m.size, 3, 'bounded');
+  t.equal(m.get(values[0]), undefined, 'the oldest went first');
+  for (const v of values.slice(1)) t.equal(m.get(v), hashKey(v));
 });
