@@ -8,6 +8,7 @@ import { isolation } from './isolation.js';
 import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
 import { provider } from './provider.js';
+import { saturation } from './saturation.js';
 import type { Scenario } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
@@ -18,6 +19,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, saturation];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

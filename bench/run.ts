@@ -94,6 +94,8 @@ function usage(): string {
     '              figures of bench/results/ui-100k.json (VEXIL_BENCH_UI_JSON); both: VEXIL_BENCH_ORG_FLAGS (100000)',
     '  provider    the in-process OpenFeature provider: evaluations/s on one core (resolve, resolveBooleanEvaluation,',
     '              client.getBooleanValue) beside REST; initialize on a VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_SEC, 2)',
+    '  saturation  management on a saturated core without CAP_SYS_NICE (bench/saturation.ts): paged reads, key creation and',
+    '              the new key\'s first evaluation, scheduled changes; VEXIL_BENCH_SATURATION_READS (30), _CONNECTIONS (50), _LEAD_MS (5000)',
   ].join('\n');
 }
 
