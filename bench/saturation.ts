@@ -191,12 +191,16 @@ export const saturation: CustomScenario = {
       log(`saturation: scheduled changes (${leadMs} ms ahead)`);
       const schedules: { applied: number; seen: number; status: number; note?: string }[] = [];
       const evalScheduled = (): Promise<Sample & { text: string }> => send(`${base}/flags/${SCHEDULED_FLAG}`, 'POST', evalKey, EVAL_BODY);
-      // Each schedule flips the configuration's `enabled`, so that evaluation sees it apply.
-      let enabled = true;
+      // Each schedule flips the configuration's default variant, so that evaluation sees it apply.
+      let variant = 'on';
       for (let i = 0; i < 3; i++) {
         const before = (await evalScheduled()).text;
         const at = Date.now() + leadMs;
-        const s = await send(`${base}/api/flags/${SCHEDULED_FLAG}/schedules`, 'POST', rc.adminKey, { at: new Date(at).toISOString(), stage: 'production', enabled: !enabled });
+        const s = await send(`${base}/api/flags/${SCHEDULED_FLAG}/schedules`, 'POST', rc.adminKey, {
+          at: new Date(at).toISOString(),
+          stage: 'production',
+          config: { stage: 'production', enabled: true, defaultVariantKey: variant === 'on' ? 'off' : 'on', rolloutPercentage: 100, rules: [] },
+        });
         if (s.status !== 201) {
           schedules.push({ applied: NaN, seen: NaN, status: s.status, note: s.text.slice(0, 200) });
           continue;
@@ -214,7 +218,7 @@ export const saturation: CustomScenario = {
         const list = await send(`${base}/api/flags/${SCHEDULED_FLAG}/schedules`, 'GET', rc.adminKey);
         const mine = (JSON.parse(list.text) as { id: string; appliedAt: string | null; status: string }[]).find((x) => x.id === id);
         const applied = mine?.appliedAt ? Date.parse(mine.appliedAt) - at : NaN;
-        if (mine?.status === 'applied') enabled = !enabled;
+        if (mine?.status === 'applied') variant = variant === 'on' ? 'off' : 'on';
         schedules.push({ applied, seen, status: s.status, note: mine?.status });
       }
       control.end();
