@@ -156,8 +156,8 @@ function processLink(nice: number): ActorLink {
 
 /** The nice value the front gave the actor (its first argument), ACTOR_NICE when it gave none. */
 export function actorNice(arg: string | undefined): number {
-  const n = Number(arg);
-  return Number.isInteger(n) && n >= 0 && n <= 19 ? n : ACTOR_NICE;
+  const n = arg !== undefined && /^\d{1,2}$/.test(arg) ? Number(arg) : NaN;
+  return n <= 19 ? n : ACTOR_NICE;
 }
 
 /** The actor's end, from inside workers/management.js, and its priority: every thread of its process at `nice`. */
