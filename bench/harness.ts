@@ -110,6 +110,8 @@ export interface ServiceOptions {
   allowFallbackFront?: boolean;
   /** Pin the service to these CPUs (taskset list) instead of SERVER_CPUS under --pin; '' = not pinned. */
   cpus?: string;
+  /** A command the node runs under (it execs the node: `setpriv …` drops a capability, saturation.ts). */
+  wrap?: string[];
 }
 
 let templateDir: string | undefined;
@@ -229,7 +231,8 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
   const label = so.label ?? 'service';
   // Diagnostics for the server alone (for example --trace-gc), without touching the generator's flags.
   const nodeArgs = (process.env.VEXIL_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = startChild(label, process.execPath, [...nodeArgs, opts.servicePath], {
+  const [cmd, ...args] = [...(so.wrap ?? []), process.execPath, ...nodeArgs, opts.servicePath];
+  const child = startChild(label, cmd, args, {
     env,
     cpus: so.cpus !== undefined ? so.cpus || undefined : opts.pin ? SERVER_CPUS : undefined,
     cwd: ROOT,

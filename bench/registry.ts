@@ -10,6 +10,7 @@ import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
 import { provider } from './provider.js';
 import { restVsBare } from './rest-vs-bare.js';
+import { saturation } from './saturation.js';
 import type { Scenario } from './scenario-types.js';
 import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
@@ -20,6 +21,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

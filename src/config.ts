@@ -50,8 +50,9 @@ const schema = z.object({
   VEXIL_EVAL_WORKERS: intIn(0, 256).default(availableParallelism()),
   VEXIL_EVAL_QUEUE_MAX: intIn(1, 10_000_000).default(10_000),
   VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
-  // The actor's process in SCHED_IDLE once ready (lifted while it starves), or at nice 10 only.
-  VEXIL_MANAGEMENT_PRIORITY: z.enum(['idle', 'low']).default('idle'),
+  // The actor's threads at VEXIL_MANAGEMENT_NICE (`nice`; `low` is its old name), or in SCHED_IDLE once ready (lifted while it starves).
+  VEXIL_MANAGEMENT_PRIORITY: z.enum(['nice', 'low', 'idle']).default('nice'),
+  VEXIL_MANAGEMENT_NICE: intIn(1, 19).default(5),
   VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
   // How long past its cache lifetime a key that cannot be re-checked is served (docs/limits.md).
@@ -135,7 +136,9 @@ export interface Config {
   /** Who decides between the front thread and the pool per request (src/evaluation/pool/handoff.ts). */
   evalHandoff: 'auto' | 'always' | 'never';
   /** The management actor process's scheduling (src/management/priority.ts). */
-  managementPriority: 'idle' | 'low';
+  managementPriority: 'nice' | 'idle';
+  /** The nice value of every thread of the management actor's process (src/management/transport.ts). */
+  managementNice: number;
   /** Compiled flags each evaluation worker keeps (docs/snapshots.md); 0 compiles on every use. */
   workerFlagCache: number;
   keyCacheTtlMs: number;
@@ -214,7 +217,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     evalWorkers: e.VEXIL_EVAL_WORKERS,
     evalQueueMax: e.VEXIL_EVAL_QUEUE_MAX,
     evalHandoff: e.VEXIL_EVAL_HANDOFF,
-    managementPriority: e.VEXIL_MANAGEMENT_PRIORITY,
+    managementPriority: e.VEXIL_MANAGEMENT_PRIORITY === 'idle' ? 'idle' : 'nice',
+    managementNice: e.VEXIL_MANAGEMENT_NICE,
     workerFlagCache: e.VEXIL_WORKER_FLAG_CACHE,
     keyCacheTtlMs: e.VEXIL_KEY_CACHE_TTL_MS,
     keyStaleMaxMs: e.VEXIL_KEY_STALE_MAX_MS,

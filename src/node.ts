@@ -18,6 +18,7 @@ import { NatsBus } from './cluster/nats-bus.js';
 import { ClusterSync } from './cluster/sync.js';
 import { Membership, type PeerRegistry } from './cluster/membership.js';
 import type { ClusterEvent } from './cluster/bus.js';
+import type { ManagementKey } from './domain/types.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { managementFrontRoutes } from './management/front-routes.js';
 import { ManagementActor, type FrontReads } from './management/handle.js';
@@ -78,6 +79,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
   const evalCounts = new EvalCounts();
   // Filled in below; the actor may relay events only after the node's state exists.
   let relay: (event: ClusterEvent) => Promise<void> | void = () => {};
+  let rememberKey: (hash: string, key: ManagementKey) => void = () => {};
   // The front's replica follows the actor's, which reads the database for both (registry.ts): it
   // exists before the actor starts, so that the actor's warm load fills it too.
   let started: ManagementActor | undefined;
@@ -91,10 +93,12 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
     config,
     inMemory: opts.inMemory ?? false,
     priority: config.managementPriority,
+    nice: config.managementNice,
     evalCounts,
     log,
     onEvent: (event) => relay(event),
     onUpdate: (update) => snapshots.accept(update),
+    onKey: (hash, key) => rememberKey(hash, key),
   });
   started = actor;
   const db = actor.reads;
@@ -128,6 +132,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       bus.publish(event);
       if (event.kind === 'key') rt.keys.invalidateKey(event.keyId);
     };
+    // A key this node's actor created or rotated is known here before its answer (no ask on first use).
+    rememberKey = (hash, key) => rt.keys.remember(hash, key);
     // The node's one copy of the flag data in shared memory, for every thread but this one (the
     // evaluation workers, the other front threads), when there are any.
     const publisher =

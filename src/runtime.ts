@@ -22,6 +22,7 @@ import type { Bus } from './cluster/bus.js';
 import type { Logger } from './util/log.js';
 import type { EvalPool } from './evaluation/pool/eval-pool.js';
 import type { EvalCounts } from './ops/eval-counts.js';
+import type { ManagementKey } from './domain/types.js';
 
 export interface Runtime {
   config: Config;
@@ -49,4 +50,9 @@ export interface ActorRuntime extends Runtime {
   db: Database;
   /** What a write publishes goes to the front (mailbox `event`), which applies it and tells the other nodes. */
   bus: Bus;
+  /**
+   * A key this node created or rotated, committed, with the hash of its value: handed to the
+   * front's key cache before the answer (mailbox `key`), so its first request asks nothing.
+   */
+  keyIssued?(hash: string, key: ManagementKey): void;
 }

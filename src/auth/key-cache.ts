@@ -144,6 +144,14 @@ export class KeyCache {
     return p;
   }
 
+  /**
+   * A key this node's management actor has just created or rotated, with the hash of its value
+   * (handed over before the answer that shows the value): its first request needs no lookup.
+   */
+  remember(hash: string, key: ManagementKey): void {
+    this.store(hash, key);
+  }
+
   /** Called with a key id when that key is disabled, rotated or deleted; with null when every key may have changed. */
   onInvalidate(listener: (keyId: string | null) => void): void {
     this.invalidationListeners.push(listener);

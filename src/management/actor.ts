@@ -233,7 +233,18 @@ export class ManagementActorMain {
       });
       // The front's replica applies what this one read (its warm load below included), in order.
       snapshots.onUpdate((update) => this.post({ t: 'update', update }));
-      this.rt = { config, db, snapshots, bus: new RelayBus(this.post), log, pool: null, evalCounts: this.counts, now: Date.now };
+      this.rt = {
+        config,
+        db,
+        snapshots,
+        bus: new RelayBus(this.post),
+        // A new key goes to the front's key cache before its answer: its first evaluation asks nothing.
+        keyIssued: (hash, key) => this.post({ t: 'key', hash, key }),
+        log,
+        pool: null,
+        evalCounts: this.counts,
+        now: Date.now,
+      };
       this.routes = managementHandlers(this.rt);
       // The replica is warm before the first request, like the front's.
       for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);

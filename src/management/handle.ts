@@ -11,6 +11,7 @@
  * that arrive before it is up wait for it (actor.ts), then answer 503 with Retry-After.
  */
 import type { Config } from '../config.js';
+import type { ManagementKey } from '../domain/types.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import { VexilError, type ErrorCode } from '../domain/errors.js';
 import type { BodySource, Incoming, Reply } from '../http/handler.js';
@@ -27,6 +28,8 @@ export interface ManagementOptions {
   inMemory: boolean;
   /** An actor process's scheduling once ready (priority.ts). */
   priority: ActorPriorityMode;
+  /** The nice value of every thread of an actor's process (transport.ts). */
+  nice: number;
   evalCounts: EvalCounts;
   log: Logger;
   /**
@@ -40,6 +43,8 @@ export interface ManagementOptions {
    * applies it, synchronously and in order (before the reply of the request whose write it is).
    */
   onUpdate(update: OrgUpdate): void;
+  /** A key the actor created or rotated, with the hash of its value: the front's key cache takes it (before the reply). */
+  onKey(hash: string, key: ManagementKey): void;
 }
 
 /** The front's reads, run by the actor. */
@@ -98,7 +103,7 @@ export class ManagementActor {
   }
 
   private spawn(): void {
-    const link = spawnActor();
+    const link = spawnActor(this.opts.nice);
     this.link = link;
     this.alive = true;
     this.ready = new Promise((resolve, reject) => {
@@ -191,6 +196,9 @@ export class ManagementActor {
         } catch (err) {
           this.log.warn('applying a snapshot update failed', { orgId: m.update.orgId, err: err as Error });
         }
+        return;
+      case 'key':
+        this.opts.onKey(m.hash, m.key);
         return;
       case 'read':
         this.snapshotReads.set(m.kind, (this.snapshotReads.get(m.kind) ?? 0) + 1);

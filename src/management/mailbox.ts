@@ -22,6 +22,8 @@
  *   front ◀─update──────────── actor    what the actor's replica applied (a write's delta, a catch-up,
  *                                        a whole organization), with its data: the front's replica
  *                                        applies the same, and never reads a snapshot itself
+ *   front ◀─key─────────────── actor    a key a request created or rotated, with its hash, before the
+ *                                        reply: the front's key cache holds it (no ask on its first use)
  *   front ◀─read────────────── actor    a statement the actor's replica read (vexil_snapshot_reads_total)
  *   front ──change───────────▶ actor    a hint (bus, version poll): the replica reads what changed
  *   front ──load─────────────▶ actor    the front's first use of an organization: read it whole
@@ -131,6 +133,8 @@ export type FromActor =
   | { t: 'event'; event: ClusterEvent }
   /** What the actor's replica applied, in order, with the data it read (registry.ts `OrgUpdate`). */
   | { t: 'update'; update: OrgUpdate }
+  /** A key the actor created or rotated (committed) and the hash of its value, before the reply that shows the value. */
+  | { t: 'key'; hash: string; key: ManagementKey }
   /** The replica ran a statement to read snapshot data. */
   | { t: 'read'; kind: SnapshotReadKind }
   /** A `change` or `load` is done: the updates it caused were posted before this. */

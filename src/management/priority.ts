@@ -1,26 +1,25 @@
 /**
  * The scheduling policy of a management actor in a process of its own (Linux), set by the front.
  *
- * Every thread of the actor runs at nice 10 from its start (transport.ts). With
- * `VEXIL_MANAGEMENT_PRIORITY=idle` (the default), once the actor is ready its whole process moves
- * to SCHED_IDLE (`chrt --idle --all-tasks`): it then runs only on CPU time no other thread wants,
- * and a waking front thread preempts it at once. At nice 10 a waking front waits for the actor's
- * slice to end, up to a scheduler tick or two; on a shared core that was most of what an admin
- * added to the evaluation p99 (docs/benchmarks.md, "Large organizations: isolation and paging").
+ * `VEXIL_MANAGEMENT_PRIORITY=nice` (the default) does nothing here: every thread of the actor runs
+ * at VEXIL_MANAGEMENT_NICE (5) in SCHED_OTHER from its start (transport.ts) and stays there. That is
+ * a bounded share of a busy core (at nice 5 the actor weighs 335 against 1024 for each runnable
+ * thread at nice 0: about a quarter of the core beside a saturated front, about 14 % beside a
+ * saturated front and a second busy process) which it keeps without any capability, so management
+ * never starves; and on a core with time to spare it takes only what it needs. Why not SCHED_IDLE
+ * by default: see docs/cluster.md, "Management never starves".
  *
- * SCHED_IDLE gets next to nothing of a core that evaluation keeps busy. So while the actor has
- * work (a request or a query of the front's in flight), the front reads every WATCH_MS how long the
- * actor's main thread ran and waited runnable (/proc/<pid>/schedstat). Starving is a whole
- * STARVE_WINDOW_MS with work in flight throughout in which it waited runnable more than
- * STARVED_WAIT_SHARE of the time and ran less than STARVED_RUN_SHARE: the core is saturated and the
- * actor makes no progress. Then the front lifts it back to SCHED_OTHER (still nice 10) for LIFT_MS
- * and moves it to SCHED_IDLE again, where the next window starts. Under saturation management so
- * gets a small bounded share (nice 10 for LIFT_MS out of about every STARVE_WINDOW_MS + LIFT_MS);
- * on a core with spare time it stays in SCHED_IDLE and is never lifted. (A long lift, as this
- * module first had, outlived the burst that caused it: a lift during a saturating spell left the
- * actor at nice 10, competing with the front, for the minute after it.)
- * Leaving SCHED_IDLE needs CAP_SYS_NICE (or RLIMIT_NICE ≥ 10): without it the front says so once
- * and the actor stays idle; `VEXIL_MANAGEMENT_PRIORITY=low` keeps it at nice 10 instead.
+ * `VEXIL_MANAGEMENT_PRIORITY=idle` (opt-in) moves the whole process to SCHED_IDLE once the actor is
+ * ready (`chrt --idle --all-tasks`): it then runs only on CPU time no other thread wants, and a
+ * waking front thread preempts it at once. SCHED_IDLE gets next to nothing of a core that
+ * evaluation keeps busy. So while the actor has work (a request or a query of the front's in
+ * flight), the front reads every WATCH_MS how long the actor's main thread ran and waited runnable
+ * (/proc/<pid>/schedstat). Starving is a whole STARVE_WINDOW_MS with work in flight throughout in
+ * which it waited runnable more than STARVED_WAIT_SHARE of the time and ran less than
+ * STARVED_RUN_SHARE. Then the front lifts it back to SCHED_OTHER (still at its nice value) for
+ * LIFT_MS and moves it to SCHED_IDLE again, where the next window starts. Leaving SCHED_IDLE needs
+ * CAP_SYS_NICE (or RLIMIT_NICE): without it (a default container) the front says so once and the
+ * actor stays idle, starving under saturation; the default `nice` needs no such lift.
  *
  * Each change starts `chrt` (a fork of the front's process, a few ms): once at start, and twice
  * per lift, only while the core is saturated, never on a calm node's path.
@@ -29,7 +28,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Logger } from '../util/log.js';
 
-export type ActorPriorityMode = 'idle' | 'low';
+/** `nice`: the actor keeps its nice value in SCHED_OTHER; `idle`: SCHED_IDLE once ready, lifted while it starves. */
+export type ActorPriorityMode = 'nice' | 'idle';
 
 const WATCH_MS = 250;
 /** How long the actor must have had work in flight, and starved all along, before it is lifted. */
@@ -46,7 +46,7 @@ const LOG_EVERY_MS = 60_000;
 const CHRT = ['/usr/bin/chrt', '/bin/chrt'].find((p) => existsSync(p)) ?? null;
 
 export class ActorPriority {
-  private state: 'low' | 'idle' | 'stuck' = 'low';
+  private state: 'other' | 'idle' | 'stuck' = 'other';
   private timer: NodeJS.Timeout | null = null;
   private liftTimer: NodeJS.Timeout | null = null;
   /** The start of the current window (`at` 0: none; the next busy reading starts one). */
@@ -69,7 +69,7 @@ export class ActorPriority {
   async start(): Promise<void> {
     if (this.mode !== 'idle') return;
     if (process.platform !== 'linux' || CHRT === null || Number.isNaN(this.reading().waited)) {
-      this.log.info('management actor stays at nice 10 (SCHED_IDLE needs Linux and chrt)');
+      this.log.info('management actor stays in SCHED_OTHER at its nice value (SCHED_IDLE needs Linux and chrt)');
       return;
     }
     if (!(await this.set('--idle'))) return;
@@ -90,7 +90,7 @@ export class ActorPriority {
     return new Promise((resolve) =>
       execFile(CHRT!, [policy, '--all-tasks', '--pid', '0', String(this.pid)], (err) => {
         if (err === null) {
-          if (!this.stopped) this.state = policy === '--idle' ? 'idle' : 'low';
+          if (!this.stopped) this.state = policy === '--idle' ? 'idle' : 'other';
           return resolve(true);
         }
         if (!this.stopped) this.log.warn(`management actor: chrt ${policy} failed; it stays as it is`, { message: err.message.trim() });
@@ -123,14 +123,14 @@ export class ActorPriority {
     if (this.stopped) return;
     if (!lifted) {
       // Without CAP_SYS_NICE a process cannot leave SCHED_IDLE: stop trying.
-      this.log.warn('management actor starves in SCHED_IDLE and cannot be lifted (needs CAP_SYS_NICE); VEXIL_MANAGEMENT_PRIORITY=low avoids it');
+      this.log.warn('management actor starves in SCHED_IDLE and cannot be lifted (needs CAP_SYS_NICE); VEXIL_MANAGEMENT_PRIORITY=nice (the default) avoids it');
       this.state = 'stuck';
       return;
     }
     // Under saturation a lift comes every couple of seconds: say so once a minute, with a count.
     this.lifts++;
     if (now - this.loggedAt >= LOG_EVERY_MS) {
-      this.log.warn('management actor starved in SCHED_IDLE; at nice 10 for a while', {
+      this.log.warn('management actor starved in SCHED_IDLE; in SCHED_OTHER for a while', {
         waitedShare: Number(waitedShare.toFixed(2)),
         ranShare: Number(ranShare.toFixed(3)),
         forMs: LIFT_MS,

@@ -2,9 +2,10 @@
  * How the management actor's mailbox (mailbox.ts) travels: the two ends of the channel between the
  * front and the actor, a child process (`child_process.fork`, V8 serialisation over its IPC pipe).
  * Its threads, V8's garbage collection helpers included, are its own and all run at a lower
- * priority (nice 10, then SCHED_IDLE: priority.ts); it shares no memory map and no helper with the
- * front, so nothing the front waits for runs at the actor's priority (docs/cluster.md). It ends
- * itself when the front's process goes away.
+ * priority (VEXIL_MANAGEMENT_NICE, 5 by default: a bounded share of a busy core that no capability
+ * is needed to keep; priority.ts); it shares no memory map and no helper with the front, so nothing
+ * the front waits for runs at the actor's priority (docs/cluster.md, "Management never starves").
+ * It ends itself when the front's process goes away.
  *
  * The pieces of large answers cross through PIECE_SLOTS slots of PIECE_BYTES (mailbox.ts) outside
  * the messages, so that the front receives no new buffer per piece: the actor writes into a file
@@ -47,17 +48,21 @@ export interface ActorPort {
   onLost(fn: () => void): void;
 }
 
-/** Nice value of every thread of the actor's process (Linux: per thread): the front wins a shared core. */
-export const ACTOR_NICE = 10;
+/**
+ * Nice value of every thread of the actor's process (Linux: per thread) when the node names none
+ * (VEXIL_MANAGEMENT_NICE): the front, at nice 0, wins a shared core. Raising a nice value needs no
+ * capability; nothing here ever lowers it again (that would need CAP_SYS_NICE).
+ */
+export const ACTOR_NICE = 5;
 
 /** How long an actor whose front is gone gets to close its database before it exits anyway. */
 const LOST_EXIT_MS = 5000;
 
 const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.js');
 
-/** Starts an actor (workers/management.js) in a process of its own. */
-export function spawnActor(): ActorLink {
-  return processLink();
+/** Starts an actor (workers/management.js) in a process of its own, every thread of it at `nice`. */
+export function spawnActor(nice: number = ACTOR_NICE): ActorLink {
+  return processLink(nice);
 }
 
 /** The actor process's file descriptor for the pieces file (its stdio index). */
@@ -82,8 +87,9 @@ function openPiecesFile(): number {
   }
 }
 
-function forkActor(piecesFd: number): ChildProcess {
-  return fork(ACTOR_FILE(), [], {
+function forkActor(piecesFd: number, nice: number): ChildProcess {
+  // The nice value is its argument: the actor lowers its threads before it reads any message.
+  return fork(ACTOR_FILE(), [String(nice)], {
     execArgv: actorExecArgv(process.execArgv),
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc', piecesFd],
@@ -108,11 +114,11 @@ export function actorExecArgv(argv: readonly string[]): string[] {
   return out;
 }
 
-function processLink(): ActorLink {
+function processLink(nice: number): ActorLink {
   const fd = openPiecesFile();
   let child: ChildProcess;
   try {
-    child = forkActor(fd);
+    child = forkActor(fd, nice);
   } catch (err) {
     closeSync(fd);
     throw err;
@@ -148,11 +154,17 @@ function processLink(): ActorLink {
   };
 }
 
-/** The actor's end, from inside workers/management.js, and its priority: every thread of its process at ACTOR_NICE. */
-export function actorPort(): ActorPort {
+/** The nice value the front gave the actor (its first argument), ACTOR_NICE when it gave none. */
+export function actorNice(arg: string | undefined): number {
+  const n = arg !== undefined && /^\d{1,2}$/.test(arg) ? Number(arg) : NaN;
+  return n <= 19 ? n : ACTOR_NICE;
+}
+
+/** The actor's end, from inside workers/management.js, and its priority: every thread of its process at `nice`. */
+export function actorPort(nice: number = actorNice(process.argv[2])): ActorPort {
   if (process.send === undefined) throw new Error('workers/management.js runs as a process forked by the node (management/transport.ts)');
-  lowerOwnThread();
-  yieldHelperThreads(ACTOR_NICE);
+  lowerOwnThread(nice);
+  yieldHelperThreads(nice);
   const send = process.send.bind(process);
   // Signals meant for the node's process group (a terminal's Ctrl-C) reach the actor too: it ends
   // when the front closes it or goes away, not before the front has finished with it.
@@ -186,9 +198,9 @@ function readFully(fd: number, into: Buffer, at: number, length: number): void {
   }
 }
 
-function lowerOwnThread(): void {
+function lowerOwnThread(nice: number): void {
   try {
-    setPriority(0, ACTOR_NICE);
+    setPriority(0, nice);
   } catch {
     // Not permitted or not supported here: the actor still works, only without yielding.
   }

@@ -41,6 +41,8 @@ export interface SpawnNodeOptions {
   stderrKeep?: number;
   /** CPUs to pin the node to (`taskset -c`), its children included. */
   taskset?: string;
+  /** A command that execs the node (`setpriv …` dropping a capability), after taskset. */
+  wrap?: string[];
   /** How long to wait for the listening line (default 60 s). */
   startTimeoutMs?: number;
 }
@@ -67,7 +69,7 @@ export async function spawnNode(t: { teardown(fn: () => unknown): void } | null,
   if (opts.main === undefined) requireFreshDist();
   const main = opts.main ?? projectPath('dist', 'src', 'main.js');
   // taskset execs the node, so the child's pid is the node's.
-  const [cmd, args] = opts.taskset === undefined ? [process.execPath, [main]] : ['taskset', ['-c', opts.taskset, process.execPath, main]];
+  const [cmd, ...args] = [...(opts.taskset === undefined ? [] : ['taskset', '-c', opts.taskset]), ...(opts.wrap ?? []), process.execPath, main];
   const child = spawn(cmd, args, {
     cwd: opts.cwd ?? projectPath(),
     env: childEnv(opts.env ?? {}),

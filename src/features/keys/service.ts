@@ -60,21 +60,27 @@ export async function createKey(rt: ActorRuntime, auth: Authenticated, raw: unkn
     throw badRequest('A key with the Admin permission must be organization-wide (no application or environment)');
   }
   const value = generateKeyValue();
+  const hash = hashKey(value);
+  let inserted: ManagementKey | undefined;
   // The organization is locked: a concurrent removal of an environment or application cannot
   // leave this key scoped to a name that no longer exists.
-  return writeOrgKeys(rt, actorOf(auth.principal), auth.principal.orgId, async (tx, org) => {
+  const issued = await writeOrgKeys(rt, actorOf(auth.principal), auth.principal.orgId, async (tx, org) => {
     const application = input.application === null ? null : findName(org.applications, input.application);
     const environment = input.environment === null ? null : findName(org.environments, input.environment);
     if (application === undefined) throw badRequest(`Unknown application '${input.application}'`);
     if (environment === undefined) throw badRequest(`Unknown environment '${input.environment}'`);
     if ((await store.countKeys(tx, org.id)) >= limits.maxKeysPerOrg) throw quotaError(limits, 'maxKeysPerOrg');
-    const key = keyView(await store.insertKey(
+    inserted = await store.insertKey(
       tx,
       { id: randomUUID(), orgId: org.id, name: input.name, permissions: input.permissions, application, environment },
-      hashKey(value),
-    ));
+      hash,
+    );
+    const key = keyView(inserted);
     return { result: { id: key.id, key: value, record: key }, audit: keyChange('key.create', null, key) };
   });
+  // Committed: this node's front knows the key before the answer shows its value.
+  rt.keyIssued?.(hash, inserted!);
+  return issued;
 }
 
 const keyNotFound = (id: string) => notFound(`Management key '${id.slice(0, 64)}' not found`);
@@ -107,12 +113,18 @@ async function changeKey<T>(
   return result;
 }
 
-export function rotateKey(rt: ActorRuntime, auth: Authenticated, id: string): Promise<IssuedKey> {
+export async function rotateKey(rt: ActorRuntime, auth: Authenticated, id: string): Promise<IssuedKey> {
   const value = generateKeyValue();
-  return changeKey(rt, auth, id, 'key.rotate', async (tx) => {
-    const key = keyView((await store.rotateKeyHash(tx, auth.principal.orgId, id, hashKey(value)))!);
+  const hash = hashKey(value);
+  let rotated: ManagementKey | undefined;
+  const issued = await changeKey(rt, auth, id, 'key.rotate', async (tx) => {
+    rotated = (await store.rotateKeyHash(tx, auth.principal.orgId, id, hash))!;
+    const key = keyView(rotated);
     return { result: { id: key.id, key: value, record: key }, after: key };
   });
+  // After the old value was forgotten (changeKey): the new one is known before the answer shows it.
+  rt.keyIssued?.(hash, rotated!);
+  return issued;
 }
 
 /**
