@@ -19,6 +19,7 @@ import {
   type ResponseWriter,
 } from './exchange.js';
 import type { BodySource, Incoming, StreamSink } from './handler.js';
+import { Sink } from './sink.js';
 import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { FrontInfo, HttpFront } from './front-interface.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, RouteTable, type Route } from './router.js';
@@ -35,7 +36,7 @@ class NodeWriter implements ResponseWriter {
   ) {
     res.on('close', () => {
       this.aborted = true;
-      this.stream?.finish();
+      this.stream?.closedByPeer();
     });
   }
 
@@ -96,33 +97,17 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
   });
 }
 
-class NodeStream implements StreamSink {
-  closed = false;
-  private listeners: (() => void)[] = [];
-
-  constructor(private readonly res: ServerResponse) {}
-
-  write(chunk: string): void {
-    if (!this.closed) this.res.write(chunk);
+class NodeStream extends Sink {
+  constructor(private readonly res: ServerResponse) {
+    super();
   }
 
-  end(): void {
-    if (this.closed) return;
+  protected send(chunk: string): void {
+    this.res.write(chunk);
+  }
+
+  protected close(): void {
     this.res.end();
-    this.finish();
-  }
-
-  onClose(cb: () => void): void {
-    if (this.closed) cb();
-    else this.listeners.push(cb);
-  }
-
-  finish(): void {
-    if (this.closed) return;
-    this.closed = true;
-    const ls = this.listeners;
-    this.listeners = [];
-    for (const cb of ls) cb();
   }
 }
 

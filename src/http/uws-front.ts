@@ -17,6 +17,7 @@ import {
   type ResponseWriter,
 } from './exchange.js';
 import type { BodySource, Incoming, StreamSink } from './handler.js';
+import { Sink } from './sink.js';
 import { BodyDeadlines, type ClientTimeouts } from './client-timeouts.js';
 import type { FrontInfo, HttpFront } from './front-interface.js';
 import { capturedHeaders, groupByPattern, HAS_BODY, HTTP_NAME, notFoundReply, paramCount, type Route } from './router.js';
@@ -143,41 +144,24 @@ class UwsWriter implements ResponseWriter {
   }
 }
 
-class UwsStream implements StreamSink {
-  closed = false;
-  private listeners: (() => void)[] = [];
-
+class UwsStream extends Sink {
   constructor(
     private readonly res: HttpResponse,
     private readonly onFinish: () => void,
-  ) {}
+  ) {
+    super();
+  }
 
-  write(chunk: string): void {
-    if (this.closed) return;
+  protected send(chunk: string): void {
     this.res.cork(() => this.res.write(chunk));
   }
 
-  end(): void {
-    if (this.closed) return;
+  protected close(): void {
     this.res.cork(() => this.res.end());
-    this.finish();
   }
 
-  onClose(cb: () => void): void {
-    if (this.closed) cb();
-    else this.listeners.push(cb);
-  }
-
-  closedByPeer(): void {
-    if (!this.closed) this.finish();
-  }
-
-  private finish(): void {
-    this.closed = true;
+  protected override closing(): void {
     this.onFinish();
-    const ls = this.listeners;
-    this.listeners = [];
-    for (const cb of ls) cb();
   }
 }
 

@@ -11,6 +11,7 @@
 import type { ManagementKey } from '../../domain/types.js';
 import type { StoreMessage } from '../../snapshots/shared-store.js';
 import type { Method } from '../router.js';
+import type { Incoming } from '../handler.js';
 import type { RouteStatsSnapshot } from '../../ops/route-stats.js';
 import type { Config } from '../../config.js';
 import type { LimiterMemory } from '../../ratelimit/shared-limiter.js';
@@ -42,20 +43,8 @@ export interface RouteMeta {
   cors: boolean;
 }
 
-/** A request as the main thread needs it to run the route (handler.ts `Incoming`, its address read). */
-export interface RelayedRequest {
-  method: string;
-  path: string;
-  query: string;
-  params: string[];
-  managementKey: string;
-  operatorToken: string;
-  contentType: string;
-  body: Uint8Array;
-  bodyTooDeep: boolean | null;
-  headers: Record<string, string>;
-  remoteAddress: string;
-}
+/** A request as the main thread needs it to run the route (handler.ts `Incoming`, its address read, its body as bytes). */
+export type RelayedRequest = Omit<Incoming, 'body' | 'remoteAddress' | 'admission'> & { body: Uint8Array; remoteAddress: string };
 
 /** Main thread → front thread. */
 export type ToThread =

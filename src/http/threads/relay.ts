@@ -14,6 +14,7 @@
 import { replyFor, serialiseReply, type ExchangeContext } from '../exchange.js';
 import type { BodySource, Incoming, Reply, StreamSink } from '../handler.js';
 import type { Route } from '../router.js';
+import { Sink } from '../sink.js';
 import type { KeyCache } from '../../auth/key-cache.js';
 import type { FromThread, RelayedRequest, ToThread } from './mailbox.js';
 
@@ -103,41 +104,25 @@ export class RelayServer {
 }
 
 /** A stream the main thread writes for a client of another thread. */
-class RelaySink implements StreamSink {
-  closed = false;
-  private listeners: (() => void)[] = [];
-
+class RelaySink extends Sink {
   constructor(
     private readonly id: number,
     private readonly post: Post,
     private readonly forget: () => void,
-  ) {}
-
-  write(chunk: string): void {
-    if (!this.closed) this.post({ t: 'chunk', id: this.id, data: chunk });
+  ) {
+    super();
   }
 
-  end(): void {
-    if (this.closed) return;
+  protected send(chunk: string): void {
+    this.post({ t: 'chunk', id: this.id, data: chunk });
+  }
+
+  protected close(): void {
     this.post({ t: 'end', id: this.id });
-    this.finish();
   }
 
-  onClose(cb: () => void): void {
-    if (this.closed) cb();
-    else this.listeners.push(cb);
-  }
-
-  closedByPeer(): void {
-    if (!this.closed) this.finish();
-  }
-
-  private finish(): void {
-    this.closed = true;
+  protected override closing(): void {
     this.forget();
-    const ls = this.listeners;
-    this.listeners = [];
-    for (const cb of ls) cb();
   }
 }
 
