@@ -79,11 +79,11 @@ t.test('an input that fails to reach a worker fails only its own request', async
 t.test('a stale organization does not hold up the others in its batch', async (t) => {
   // Delay every snapshot update of the other organization on its way to the workers by 1.5 s,
   // as a slow or congested channel would.
-  const pool = n.node.runtime.pool!;
-  const channel = (pool as unknown as { channel: { postMessage(m: unknown): void } }).channel;
-  const post = channel.postMessage.bind(channel);
+  // What the shared store's writer posts to the workers (snapshots/publisher.ts: their channel).
+  const writer = n.node.runtime.pool!.store as unknown as { post(m: unknown): void };
+  const post = writer.post.bind(writer);
   const defaultOrg = n.node.runtime.snapshots.loadedOrgIds();
-  channel.postMessage = (m: unknown) => {
+  writer.post = (m: unknown) => {
     const orgId = (m as { org?: { id: string }; orgId?: string }).org?.id ?? (m as { orgId?: string }).orgId;
     if (orgId !== undefined && orgId !== defaultOrg[0]) setTimeout(() => post(m), 1500);
     else post(m);
@@ -104,7 +104,7 @@ t.test('a stale organization does not hold up the others in its batch', async (t
   t.equal(fresh.filter((f) => f.r.status === 200 && f.r.body.key === 'on').length, 30, 'the other organization answers');
   const slowest = Math.max(...fresh.map((f) => f.ms));
   t.ok(slowest < 1000, `without waiting for the stale one (slowest ${Math.round(slowest)} ms)`);
-  channel.postMessage = post;
+  writer.post = post;
 });
 
 t.test('past VEXIL_EVAL_QUEUE_MAX evaluations the node answers 503 with Retry-After: 1', async (t) => {
