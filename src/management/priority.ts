@@ -2,11 +2,12 @@
  * The scheduling policy of a management actor in a process of its own (Linux), set by the front.
  *
  * `VEXIL_MANAGEMENT_PRIORITY=nice` (the default) does nothing here: every thread of the actor runs
- * at VEXIL_MANAGEMENT_NICE (5) in SCHED_OTHER from its start (transport.ts) and stays there. That is
- * a bounded share of a busy core (at nice 5 the actor weighs 335 against 1024 for each runnable
- * thread at nice 0: about a quarter of the core beside a saturated front, about 14 % beside a
- * saturated front and a second busy process) which it keeps without any capability, so management
- * never starves; and on a core with time to spare it takes only what it needs. Why not SCHED_IDLE
+ * at VEXIL_MANAGEMENT_NICE (15) in SCHED_OTHER from its start (transport.ts) and stays there. That is
+ * a bounded share of a busy core (at nice 15 the actor weighs 36 against 1024 for each runnable
+ * thread at nice 0: about 3 % of the core beside a saturated front, under 2 % beside a saturated
+ * front and a second busy process) which it keeps without any capability, so management never
+ * starves; and on a core with time to spare it takes only what it needs. 15 is the value found to
+ * meet the saturation aims without costing evaluation latency more than the isolation check allows. Why not SCHED_IDLE
  * by default: see docs/cluster.md, "Management never starves".
  *
  * `VEXIL_MANAGEMENT_PRIORITY=idle` (opt-in) moves the whole process to SCHED_IDLE once the actor is

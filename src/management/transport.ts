@@ -2,7 +2,7 @@
  * How the management actor's mailbox (mailbox.ts) travels: the two ends of the channel between the
  * front and the actor, a child process (`child_process.fork`, V8 serialisation over its IPC pipe).
  * Its threads, V8's garbage collection helpers included, are its own and all run at a lower
- * priority (VEXIL_MANAGEMENT_NICE, 5 by default: a bounded share of a busy core that no capability
+ * priority (VEXIL_MANAGEMENT_NICE, 15 by default: a bounded share of a busy core that no capability
  * is needed to keep; priority.ts); it shares no memory map and no helper with the front, so nothing
  * the front waits for runs at the actor's priority (docs/cluster.md, "Management never starves").
  * It ends itself when the front's process goes away.
@@ -53,7 +53,7 @@ export interface ActorPort {
  * (VEXIL_MANAGEMENT_NICE): the front, at nice 0, wins a shared core. Raising a nice value needs no
  * capability; nothing here ever lowers it again (that would need CAP_SYS_NICE).
  */
-export const ACTOR_NICE = 5;
+export const ACTOR_NICE = 15;
 
 /** How long an actor whose front is gone gets to close its database before it exits anyway. */
 const LOST_EXIT_MS = 5000;

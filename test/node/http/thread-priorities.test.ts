@@ -2,7 +2,7 @@
  * A node's threads and processes on a shared core (docs/cluster.md), read from /proc on a running
  * node: the front thread at nice 0 and SCHED_OTHER, the front process's helper threads at nice 10;
  * the management actor in a process of its own whose every thread (V8's garbage collection helpers
- * included) runs at VEXIL_MANAGEMENT_NICE (5) in SCHED_OTHER and stays there. The actor's process
+ * included) runs at VEXIL_MANAGEMENT_NICE (15) in SCHED_OTHER and stays there. The actor's process
  * ends with its node, however the node ends, and a node whose actor dies starts another. Its share
  * of a busy core without CAP_SYS_NICE, and the opt-in SCHED_IDLE, are actor-share.test.ts's.
  * Linux only.
@@ -19,7 +19,7 @@ t.setTimeout(300_000);
 
 const ADMIN_KEY = 'ab'.repeat(32);
 /** The actor's nice value by default (src/management/transport.ts ACTOR_NICE, VEXIL_MANAGEMENT_NICE). */
-const ACTOR_NICE = 5;
+const ACTOR_NICE = 15;
 
 const listFlags = (url: string): Promise<Response> => fetch(`${url}/api/flags?limit=1`, { headers: { 'x-management-key': ADMIN_KEY } });
 
@@ -29,7 +29,7 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
   let n = 0;
   const env = (extra: Record<string, string> = {}) => ({ VEXIL_DATA_DIR: join(dir, `node-${++n}`), VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra });
 
-  t.test('the front at nice 0; the actor a process of its own, every thread at nice 5 in SCHED_OTHER, and it stays there', async (t) => {
+  t.test('the front at nice 0; the actor a process of its own, every thread at nice 15 in SCHED_OTHER, and it stays there', async (t) => {
     const node = await spawnNode(t, { env: env() });
     const pid = node.child.pid!;
     const front = threadsOf(pid);
@@ -48,7 +48,7 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
     t.same(
       threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE || x.policy !== SCHED_OTHER),
       [],
-      'every thread of the actor process at nice 5 in SCHED_OTHER, after it is ready too (never SCHED_IDLE)',
+      'every thread of the actor process at nice 15 in SCHED_OTHER, after it is ready too (never SCHED_IDLE)',
     );
     await node.kill('SIGTERM');
     t.ok(await until(() => !alive(actor), 5000), 'a node stopped by SIGTERM stops its actor');

@@ -8,9 +8,9 @@ import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { ACTOR_NICE, actorNice } from '../../../src/management/transport.js';
 
-t.test('defaults: nice 5 in SCHED_OTHER, never SCHED_IDLE', async (t) => {
+t.test('defaults: nice 15 in SCHED_OTHER, never SCHED_IDLE', async (t) => {
   const c = loadConfig({});
-  t.same({ priority: c.managementPriority, nice: c.managementNice }, { priority: 'nice', nice: 5 });
+  t.same({ priority: c.managementPriority, nice: c.managementNice }, { priority: 'nice', nice: 15 });
   t.equal(ACTOR_NICE, c.managementNice, "the actor's own default is the setting's");
 });
 
