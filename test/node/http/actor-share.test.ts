@@ -13,13 +13,13 @@ import t from 'tap';
 import { boolVariants } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
 import { actorOf, hasSysNice, SCHED_IDLE, SCHED_OTHER, threadsOf, until } from '../../helpers/proc.js';
+// The actor's nice value by default (VEXIL_MANAGEMENT_NICE).
+import { ACTOR_NICE } from '../../../src/management/transport.js';
 
 // Each subtest starts a node process (seconds each on a busy machine).
 t.setTimeout(300_000);
 
 const ADMIN_KEY = 'ab'.repeat(32);
-/** The actor's nice value by default (src/management/transport.ts ACTOR_NICE, VEXIL_MANAGEMENT_NICE). */
-const ACTOR_NICE = 15;
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 
 /** POST /api/flags with the admin key: the answer's status (or the error's name). */

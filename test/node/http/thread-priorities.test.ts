@@ -13,13 +13,13 @@ import { join } from 'node:path';
 import t from 'tap';
 import { spawnNode } from '../../helpers/process.js';
 import { actorOf, alive, SCHED_OTHER, threadsOf, until } from '../../helpers/proc.js';
+// The actor's nice value by default (VEXIL_MANAGEMENT_NICE).
+import { ACTOR_NICE } from '../../../src/management/transport.js';
 
 // Each subtest starts a node process (seconds each on a busy machine).
 t.setTimeout(300_000);
 
 const ADMIN_KEY = 'ab'.repeat(32);
-/** The actor's nice value by default (src/management/transport.ts ACTOR_NICE, VEXIL_MANAGEMENT_NICE). */
-const ACTOR_NICE = 15;
 
 const listFlags = (url: string): Promise<Response> => fetch(`${url}/api/flags?limit=1`, { headers: { 'x-management-key': ADMIN_KEY } });
 
