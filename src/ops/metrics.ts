@@ -15,8 +15,6 @@ import { addRouteStats, DURATION_BUCKETS, RouteStatsTable, type RouteObserver, t
 
 export type { RouteObserver } from './route-stats.js';
 
-/** Label for requests that matched no route (404) or no method of their path (405). */
-export const UNMATCHED_ROUTE = '(unmatched)';
 
 export interface GaugeSources {
   queueDepth(): number;

@@ -58,7 +58,6 @@ class ThreadLink {
 
   constructor(
     readonly worker: Worker,
-    readonly index: number,
     opts: FrontThreadsOptions,
   ) {
     this.relay = new RelayServer(opts.routes, opts.exchanges, opts.keys, (msg) => this.post(msg));
@@ -198,7 +197,7 @@ export class FrontThreads {
       index,
     };
     const worker = new Worker(projectPath('dist', 'workers', 'front.js'), { workerData: data, name: `vexil-front-${index}` });
-    const link = new ThreadLink(worker, index, opts);
+    const link = new ThreadLink(worker, opts);
     this.links.push(link);
     // Every organization's current data now, every change from now on (in order with the rest).
     link.detach = opts.publisher.attach((msg) => link.post({ t: 'store', msg }));

@@ -15,7 +15,7 @@
  */
 import t from 'tap';
 import { boolVariants, randomKey, type Res, type TestNode } from '../../helpers/node.js';
-import { createOrg, evalKey, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
+import { createOrg, evalKey, must, OPERATOR_TOKEN, postConfig, postFlag, startNode } from '../../helpers/flags.js';
 import { delta, REQS, scrape } from '../../helpers/metrics.js';
 import { openSse, type SseStream } from '../../helpers/sse.js';
 import { loadNativeUws } from '../../../src/http/uws.js';
@@ -43,7 +43,8 @@ async function spread(count: number, send: () => Promise<Res & { thread: string 
 }
 
 t.test('front threads', { skip: threaded }, async (t) => {
-  const n = await startNode(t, { env: { VEXIL_FRONT_THREADS: String(THREADS) } });
+  // Revocations are checked by 90 refused requests in a second: a budget of failed authentications that does not run out.
+  const n = await startNode(t, { env: { VEXIL_FRONT_THREADS: String(THREADS), VEXIL_RATE_LIMIT_AUTH_FAILURES: '1000' } });
   const org = await createOrg(n, ['production'], ['web']);
   const admin = org.adminKey;
   must(t, await postFlag(n, admin, 'f1'), 201, 'flag');
@@ -90,8 +91,8 @@ t.test('front threads', { skip: threaded }, async (t) => {
     }
   });
 
-  t.test('a disabled or deleted key stops on every thread at once', async (t) => {
-    for (const how of ['disable', 'delete'] as const) {
+  t.test('a disabled, rotated or deleted key stops on every thread at once', async (t) => {
+    for (const how of ['disable', 'rotate', 'delete'] as const) {
       const created = await fresh(n, 'POST', '/api/keys', { key: admin, body: { name: `k-${how}`, permissions: ['CanEvaluate'], application: 'web' } });
       must(t, created, 201, 'key');
       const key = created.body.key as string;
@@ -99,12 +100,31 @@ t.test('front threads', { skip: threaded }, async (t) => {
       const warm = await spread(30, () => fresh(n, 'POST', '/flags/f1', { key, body: ctx }));
       t.ok(warm.threads.size >= 2, `${how}: served by ${warm.threads.size} threads`);
       t.same(new Set(warm.answers.map((a) => a.status)), new Set([200]));
-      const gone = how === 'disable' ? await fresh(n, 'POST', `/api/keys/${created.body.id}/disable`, { key: admin }) : await fresh(n, 'DELETE', `/api/keys/${created.body.id}`, { key: admin });
+      const id = created.body.id as string;
+      const gone = how === 'delete' ? await fresh(n, 'DELETE', `/api/keys/${id}`, { key: admin }) : await fresh(n, 'POST', `/api/keys/${id}/${how}`, { key: admin });
       t.ok(gone.status === 200 || gone.status === 204, `${how}: ${gone.status}`);
       const after = await spread(30, () => fresh(n, 'POST', '/flags/f1', { key, body: ctx }));
       t.ok(after.threads.size >= 2, `${how}: tried on ${after.threads.size} threads`);
       t.same(new Set(after.answers.map((a) => a.status)), new Set([401]), `${how}: every request after the answer is 401, on every thread`);
     }
+  });
+
+  t.test('an organization whose subscription lapses gets 402 on every thread at once', async (t) => {
+    const org2 = await createOrg(n, ['production'], ['web']);
+    must(t, await postFlag(n, org2.adminKey, 'g1'), 201, 'flag');
+    must(t, await postConfig(n, org2.adminKey, 'g1'), 200, 'config');
+    const key = await evalKey(n, org2.adminKey, 'web');
+    const warm = await spread(30, () => fresh(n, 'POST', '/flags/g1', { key, body: ctx }));
+    t.ok(warm.threads.size >= 2, `served by ${warm.threads.size} threads`);
+    t.same(new Set(warm.answers.map((a) => a.status)), new Set([200]));
+    const patch = (active: boolean) => fresh(n, 'PATCH', `/api/operator/organizations/${org2.name}`, { headers: { 'x-operator-token': OPERATOR_TOKEN }, body: { subscriptionActive: active } });
+    must(t, await patch(false), 200, 'subscription off');
+    const off = await spread(30, () => fresh(n, 'POST', '/flags/g1', { key, body: ctx }));
+    t.ok(off.threads.size >= 2, `tried on ${off.threads.size} threads`);
+    t.same(new Set(off.answers.map((a) => a.status)), new Set([402]), 'every request after the answer is 402, on every thread');
+    must(t, await patch(true), 200, 'subscription on');
+    const on = await spread(20, () => fresh(n, 'POST', '/flags/g1', { key, body: ctx }));
+    t.same(new Set(on.answers.map((a) => a.status)), new Set([200]), 'and 200 again on every thread');
   });
 
   t.test('/metrics counts every thread’s requests, once', async (t) => {

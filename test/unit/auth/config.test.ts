@@ -66,6 +66,11 @@ t.test('evaluation pool settings', async (t) => {
   t.equal(c.evalQueueMax, 10_000, 'VEXIL_EVAL_QUEUE_MAX defaults to 10000');
   t.equal(c.evalHandoff, 'auto', 'VEXIL_EVAL_HANDOFF defaults to auto');
   t.equal(c.evalWorkers, availableParallelism(), 'VEXIL_EVAL_WORKERS defaults to the cores this process may use');
+  t.equal(c.frontThreads, Math.min(16, availableParallelism()), 'VEXIL_FRONT_THREADS defaults to the cores this process may use, at most 16 (CONTRACT 20)');
+  t.equal(c.frontAccept, 'auto', 'VEXIL_FRONT_ACCEPT defaults to auto');
+  t.match(loadConfig({ VEXIL_FRONT_THREADS: '1', VEXIL_FRONT_ACCEPT: 'reuseport' }), { frontThreads: 1, frontAccept: 'reuseport' });
+  refused(t, { VEXIL_FRONT_THREADS: '0' }, 'VEXIL_FRONT_THREADS');
+  refused(t, { VEXIL_FRONT_ACCEPT: 'fork' }, 'VEXIL_FRONT_ACCEPT');
   t.match(loadConfig({ VEXIL_EVAL_QUEUE_MAX: '50', VEXIL_EVAL_HANDOFF: 'always' }), { evalQueueMax: 50, evalHandoff: 'always' });
   refused(t, { VEXIL_EVAL_QUEUE_MAX: '0' }, 'VEXIL_EVAL_QUEUE_MAX');
   refused(t, { VEXIL_EVAL_QUEUE_MAX: 'lots' }, 'VEXIL_EVAL_QUEUE_MAX');
