@@ -3,7 +3,7 @@
  * reads them from snapshots, REST and GraphQL serialise them. Plain data, no behaviour.
  */
 
-export const PERMISSIONS = ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin'] as const;
+export const PERMISSIONS = ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin', 'CanApprove'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const VALUE_TYPES = ['boolean', 'string', 'number', 'json'] as const;
@@ -186,6 +186,7 @@ export const AUDIT_ACTIONS = [
   'segment.delete',
   'schedule.create',
   'schedule.cancel',
+  'org.policy',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -214,6 +215,8 @@ export interface AuditChange {
   after: unknown;
   /** The schedule whose change this is (docs/audit.md); absent for every other write. */
   scheduleId?: string;
+  /** A write that bypassed a protected environment's review, with its reason (docs/audit.md, "Bypass"). */
+  bypass?: { reason: string };
 }
 
 export interface AuditEvent extends AuditChange {

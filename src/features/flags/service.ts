@@ -44,6 +44,7 @@ import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
 import { cancelPendingSchedules } from '../schedules/store.js';
 import { actorOf, writeOrg } from '../write.js';
+import { flagEffect, guardWrite } from '../policies/guard.js';
 import * as store from './store.js';
 
 export type FlagWithConfigs = Flag & { configs: FlagConfig[] };
@@ -233,8 +234,10 @@ export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: st
   // restoreFlag, or REST PUT {"isArchived": ...}); anything else is flag.update.
   const onlyArchive = input.isArchived !== undefined && Object.keys(input).length === 1;
   const action = onlyArchive ? (input.isArchived ? 'flag.archive' : 'flag.restore') : 'flag.update';
-  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
+    // Protected environments (policies/guard.ts): where this flag or a dependant has a configuration.
+    await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, Object.keys(input)));
     const type = input.type ?? cur.type;
     const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
     if (input.variants !== undefined) {
@@ -272,8 +275,9 @@ export async function deleteFlag(rt: ActorRuntime, auth: Authenticated, name: st
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
-  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
+    await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, null));
     const children = await store.flagsDependingOn(tx, p.orgId, name);
     if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
     await store.deleteFlag(tx, p.orgId, name);
@@ -291,6 +295,8 @@ export async function updateFlagEnvironments(rt: ActorRuntime, auth: Authenticat
     const cur = await loadForWrite(tx, p, name);
     const environments = canonicalEnvironments(org, names);
     const removed = cur.environments.filter((e) => !environments.includes(e));
+    // An environment added or removed: the flag's answers there change (project_or_env_mismatch <-> config_missing).
+    await guardWrite(tx, org, p, { kind: 'flagEnvironments', changed: [...removed, ...environments.filter((e) => !cur.environments.includes(e))] });
     const configs = await store.listConfigs(tx, p.orgId, name);
     const used = configs.find((c) => removed.includes(c.stage));
     if (used !== undefined) throw conflict(`Environment '${used.stage}' still has a configuration of flag '${name}'`);
@@ -411,6 +417,7 @@ export async function upsertConfigAs(rt: ActorRuntime, p: Principal, name: strin
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
     const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, rt.config.tenancyLimits);
+    await guardWrite(tx, org, p, { kind: 'config', stage });
     const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
     return { result: saved, audit: scheduled(configChange('config.upsert', flag, before, saved), by) };
   });
@@ -437,6 +444,7 @@ export async function setConfigEnabledAs(rt: ActorRuntime, p: Principal, name: s
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
     const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
+    await guardWrite(tx, org, p, { kind: 'config', stage: canonical });
     const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
     return { result: saved, audit: scheduled(configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved), by) };
   });
@@ -445,9 +453,10 @@ export async function setConfigEnabledAs(rt: ActorRuntime, p: Principal, name: s
 export async function deleteConfig(rt: ActorRuntime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const flag = await loadForWrite(tx, p, name);
     const canonical = flagStage(p, flag, stage);
+    await guardWrite(tx, org, p, { kind: 'config', stage: canonical });
     const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
     if (before === null) throw configNotFound(name, canonical, clientId);
     await cancelPendingSchedules(tx, p.orgId, name, { stage: canonical, clientId });

@@ -22,6 +22,7 @@ import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { segmentChange } from '../audit/events.js';
 import { actorOf, writeOrg } from '../write.js';
+import { guardWrite, segmentEffect } from '../policies/guard.js';
 import * as store from './store.js';
 
 /** Whether the key sees (and may use in rules) the segment: its application's, or organization-wide. */
@@ -99,8 +100,10 @@ export async function updateSegment(rt: ActorRuntime, auth: Authenticated, name:
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
   const input = parseUpdateSegment(raw, rt.config.tenancyLimits);
-  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx) => {
+  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
+    // Its conditions change the answers of the configurations that use it (policies/guard.ts); its description none.
+    if (input.conditions !== undefined) await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name));
     const saved = await store.saveSegment(tx, p.orgId, {
       ...cur,
       description: input.description !== undefined ? input.description : cur.description,
@@ -114,8 +117,9 @@ export async function deleteSegment(rt: ActorRuntime, auth: Authenticated, name:
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
-  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx) => {
+  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
+    await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name));
     const users = await store.flagsUsingSegment(tx, p.orgId, name);
     if (users.length > 0) {
       const named = users.map((f) => `'${f}'`).join(', ');
