@@ -28,7 +28,7 @@
  * marker object that `materializeAny` replaces with the variable's value when a resolver runs
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
-import { policyTypeDefs } from '../features/policies/graphql.js';
+import { policyTypeDefs } from '../features/policies/graphql-sdl.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
