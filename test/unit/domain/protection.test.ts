@@ -28,6 +28,7 @@ t.test('affectedStages', async (t) => {
   t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', null, 'production')], after: [ks('f', null, 'production'), ks(null, 'app', null)] }, ENVS), ENVS, 'a rule for every environment');
   t.same(affectedStages({ kind: 'environments', removed: ['staging'], renamed: ['production'] }, ENVS), ['staging', 'production']);
   t.same(affectedStages({ kind: 'environments', removed: [], renamed: [] }, ENVS), [], 'an environment added');
+  t.same(affectedStages({ kind: 'applications' }, ENVS), ENVS, 'an application added, removed or renamed: clientIds name applications');
 });
 
 const policies = new Map<string, PolicyView>([
