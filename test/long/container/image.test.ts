@@ -101,11 +101,11 @@ t.test('the image: stand-in base, build, two containers on PostgreSQL and NATS',
     for (const b of boxes) await run(podman('rm', '-f', '-t', '0', b.name));
   });
 
-  async function start(label: string): Promise<Box> {
+  async function start(label: string, extra: string[] = []): Promise<Box> {
     const port = await freePort();
     const name = `vexil-test-${label}-${randomBytes(3).toString('hex')}`;
     await must(
-      podman('run', '-d', '--name', name, '--network=host',
+      podman('run', '-d', '--name', name, '--network=host', ...extra,
         '-e', `PORT=${port}`,
         '-e', `DATABASE_URL=${db.url}`,
         '-e', `NATS_URL=${process.env.NATS_URL}`,
@@ -132,7 +132,8 @@ t.test('the image: stand-in base, build, two containers on PostgreSQL and NATS',
   }
 
   const t2 = performance.now();
-  const a = await start('a');
+  // a: a read-only root file system, as the Kubernetes manifest asks (docs/k8s/vexil.yaml).
+  const a = await start('a', ['--read-only']);
   const b = await start('b');
   for (const box of [a, b]) {
     const ready = await until(
