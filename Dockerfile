@@ -22,7 +22,7 @@ RUN npm run build \
  && node scripts/image-prune.mjs node_modules \
  && find dist -name '*.map' -delete \
  && mkdir -p /out/dist /out/data \
- && cp -a package.json sql node_modules /out/ \
+ && cp -a package.json sql node_modules scripts/healthcheck.mjs /out/ \
  && cp -a dist/src dist/workers dist/ui /out/dist/
 
 # --- runtime: Node.js, the compiled node, its production dependencies, migrations, the admin UI --
@@ -44,9 +44,8 @@ COPY --from=build --chown=node:node /out/data /data
 VOLUME /data
 USER node
 EXPOSE 8080
-# Node's own fetch: the image needs no curl. Ready = snapshots loaded and the database answering.
-HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz',{signal:AbortSignal.timeout(2500)}).then(r=>process.exit(r.status===200?0:1),()=>process.exit(1))"]
+# /readyz with Node's own fetch (scripts/healthcheck.mjs): ready = snapshots loaded, database answering.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["node", "/app/healthcheck.mjs"]
 # node is PID 1 and handles SIGTERM itself (src/main.ts): /readyz turns 503, in-flight requests get
 # VEXIL_SHUTDOWN_GRACE_MS, the management actor and the database close, exit 0.
 STOPSIGNAL SIGTERM
