@@ -9,6 +9,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchImage, containerCommand, containerPid, removeContainer } from './container.js';
 import { runLoadInChild, type LoadResult, type PhaseControl } from './load.js';
 import { canPin, cpuSeconds, freePort, peakRssMiB, pinned, processTree, startChild, systemCpu, track, type Child } from './proc.js';
 import type { Background, HarnessOptions, LoadRequest, ScenarioContext, Target } from './scenario-types.js';
@@ -231,10 +232,14 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
   const label = so.label ?? 'service';
   // Diagnostics for the server alone (for example --trace-gc), without touching the generator's flags.
   const nodeArgs = (process.env.VEXIL_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const [cmd, ...args] = [...(so.wrap ?? []), process.execPath, ...nodeArgs, opts.servicePath];
+  const cpus = so.cpus !== undefined ? so.cpus || undefined : opts.pin ? SERVER_CPUS : undefined;
+  // VEXIL_BENCH_IMAGE: the service in a container of that image (bench/container.ts).
+  const image = benchImage();
+  const container = image === undefined ? undefined : containerCommand(image, env, cpus);
+  const [cmd, ...args] = container?.command ?? [...(so.wrap ?? []), process.execPath, ...nodeArgs, opts.servicePath];
   const child = startChild(label, cmd, args, {
     env,
-    cpus: so.cpus !== undefined ? so.cpus || undefined : opts.pin ? SERVER_CPUS : undefined,
+    cpus: container === undefined ? cpus : undefined,
     cwd: ROOT,
     echo: opts.verbose,
   });
@@ -256,6 +261,7 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
     snapshotLoad: () => snapshotLoad,
     async stop() {
       await child.stop();
+      if (container !== undefined) removeContainer(container.name);
       if (dataDir === undefined) return;
       if (!opts.keepData) {
         rmSync(dataDir, { recursive: true, force: true });
@@ -284,6 +290,9 @@ export async function startService(opts: HarnessOptions, adminKey: string, so: S
       await r.arrayBuffer();
       if (r.status !== 503) {
         await refuseFallbackFront(target, label, so.allowFallbackFront === true);
+        // In a container the node is not this child (podman is): its host pid, for /proc readings.
+        const inside = container === undefined ? undefined : containerPid(container.name);
+        if (inside !== undefined) target.pids = [inside];
         return target;
       }
       last = `HTTP ${r.status}`;

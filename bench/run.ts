@@ -84,6 +84,7 @@ function usage(): string {
     '  --keep-data            keep the services\' temporary data directories',
     '  --verbose              echo the children\'s output (VEXIL_BENCH_SERVER_NODE_ARGS: node flags for the service alone, e.g. --trace-gc)',
     '  --out DIR              results directory (bench/results)',
+    'VEXIL_BENCH_IMAGE=<image>: every service in a podman container of that image (bench/container.ts; docs/deploy.md).',
     'propagation needs DATABASE_URL and NATS_URL in the environment (skipped otherwise).',
     'Not in default: rest-eval, rest-node-front, rest-metrics-off, rest-segment, abuse, paired, snapshot-memory, and the two large-organization ones (3-5 minutes each on a busy 2-core VM;',
     '  run together they seed their 100,000 flags once):',

@@ -29,6 +29,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { timed } from './admin-loop.js';
+import { benchImage } from './container.js';
 import { LOAD_CPUS, SERVER_CPUS, log, makeContext, percentile, startService, type Measurement } from './harness.js';
 import { runLoadInChild, type PhaseControl } from './load.js';
 import { canPin, processTree, startChild, type Child } from './proc.js';
@@ -46,6 +47,15 @@ const ms0 = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : String(n
 function hasSysNice(pid: number): boolean {
   const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m !== null && (BigInt('0x' + m[1]) & (1n << 23n)) !== 0n;
+}
+
+/** The CPUs a process may run on (its affinity, as /proc says it). */
+function cpusOf(pid: number): string {
+  try {
+    return /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** Nice value and policy of a process's main thread (/proc/<pid>/stat fields 19 and 41). */
@@ -125,8 +135,12 @@ export const saturation: CustomScenario = {
       const req = restEvalRequest(evalKey);
       const nodePid = target.pids[0];
       const actorPid = processTree(nodePid).find((p) => p !== nodePid);
+      const image = benchImage();
+      const how = image !== undefined
+        ? `in a container of ${image} (the runtime's default capabilities; CPUs ${cpusOf(nodePid)})`
+        : SETPRIV === undefined ? 'WITH its capabilities (setpriv is not installed)' : 'started under setpriv without CAP_SYS_NICE';
       const setup = [
-        `node ${SETPRIV === undefined ? 'WITH its capabilities (setpriv is not installed)' : 'started under setpriv without CAP_SYS_NICE'}: CAP_SYS_NICE ${hasSysNice(nodePid) ? 'held' : 'not held'}`,
+        `node ${how}: CAP_SYS_NICE ${hasSysNice(nodePid) ? 'held' : 'not held'}`,
         `front ${schedOf(nodePid)}; actor ${actorPid === undefined ? 'not found' : schedOf(actorPid)} (before the load)`,
       ];
       log(`saturation: ${setup.join('; ')}`);

@@ -25,18 +25,26 @@ async function main(): Promise<void> {
   // Before any worker starts: only the process's own helper threads exist yet.
   const yielded = yieldHelperThreads(HELPER_THREADS_NICE);
   log.debug('helper threads yield to the front', { threads: yielded, nice: HELPER_THREADS_NICE });
-  const node = await startNode(config);
-  if (node.generatedAdminKey !== null) {
-    // Printed once, on first start only (README, "Quick start"); never logged.
-    process.stdout.write(
-      `Bootstrap admin key for organization "default" (shown once; store it now):\n${node.generatedAdminKey}\n`,
-    );
-  }
-  process.stdout.write(`Vexil listening on ${node.url}\n`);
+  // The handlers come before the start: the port answers (/readyz included) while the other front
+  // threads still start, and a SIGTERM then must not be lost. As PID 1 in a container a signal
+  // without a handler is ignored, and the runtime would SIGKILL the node after its grace.
+  let node: Awaited<ReturnType<typeof startNode>> | null = null;
   let stopping = false;
+  let pending: string | null = null;
+  let startDeadline: NodeJS.Timeout | undefined;
   const stop = (signal: string) => {
     if (stopping) return;
+    if (node === null) {
+      // Still starting: shut down in order as soon as the node is up, or give up after the grace.
+      if (pending === null) {
+        pending = signal;
+        log.info('signal received while starting; shutting down once started', { signal });
+        startDeadline = setTimeout(() => process.exit(1), config.shutdownGraceMs).unref();
+      }
+      return;
+    }
     stopping = true;
+    clearTimeout(startDeadline);
     log.info('signal received, shutting down', { signal });
     node.close().then(
       () => process.exit(0),
@@ -45,6 +53,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  node = await startNode(config);
+  if (node.generatedAdminKey !== null) {
+    // Printed once, on first start only (README, "Quick start"); never logged.
+    process.stdout.write(
+      `Bootstrap admin key for organization "default" (shown once; store it now):\n${node.generatedAdminKey}\n`,
+    );
+  }
+  process.stdout.write(`Vexil listening on ${node.url}\n`);
+  if (pending !== null) stop(pending);
 }
 
 main().catch((err) => {

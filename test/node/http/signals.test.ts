@@ -2,13 +2,16 @@
  * `npm start`'s process on SIGTERM and SIGINT (README.md, "Health checks"): an in-flight request is answered
  * with `Connection: close`, and the process exits with status 0.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { pgliteCopy } from '../../helpers/node.js';
-import { spawnNode } from '../../helpers/process.js';
+import { requireFreshDist } from '../../helpers/dist.js';
+import { childEnv, spawnNode } from '../../helpers/process.js';
+import { projectPath } from '../../../src/util/paths.js';
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal}: in-flight answered, exit 0`, async (t) => {
@@ -44,3 +47,37 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.equal(await exited, 0, 'the process exits with status 0');
   });
 }
+
+// In a container the node is PID 1, where a signal without a handler is ignored: a SIGTERM that
+// arrives while the node starts (its port may already answer while the other front threads start)
+// must still end it in order, not be lost until the runtime's SIGKILL (docs/deploy.md).
+t.test('SIGTERM while starting: the node finishes starting, then shuts down in order, exit 0', async (t) => {
+  requireFreshDist();
+  const dataDir = await pgliteCopy();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const child = spawn(process.execPath, [projectPath('dist', 'src', 'main.js')], {
+    cwd: projectPath(),
+    env: childEnv({ VEXIL_DATA_DIR: dataDir, VEXIL_LOG_LEVEL: 'info', VEXIL_FRONT_THREADS: '2' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  const signalled = new Promise<void>((resolve) =>
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      // Mid-start: the snapshots are loaded, the front not yet listening.
+      if (/"msg":"snapshots loaded"/.test(stderr) && !stdout.includes('listening')) {
+        child.kill('SIGTERM');
+        resolve();
+      }
+    }),
+  );
+  const exit = await new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  await signalled;
+  t.same(exit, { code: 0, signal: null }, 'exit 0, not killed by the signal');
+  t.match(stderr, /signal received while starting/, 'the signal is noted while starting');
+  t.match(stderr, /"msg":"shutting down"/, 'then the node shuts down in order');
+  t.match(stdout, /Vexil listening on/, 'after it finished starting');
+});
