@@ -5,6 +5,7 @@
  */
 import type { EvaluationReason, Flag, FlagConfig, Organization, Segment, Variant } from '../domain/types.js';
 import type { CompiledCondition } from './conditions.js';
+import type { FlagCells } from '../insights/counter.js';
 
 /** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
 export interface CompiledAllocation {
@@ -70,6 +71,8 @@ export interface CompiledFlag {
   stages: Map<string, StageConfigs>;
   /** flag.environments, exact spellings and name keys. */
   environments: Set<string>;
+  /** This thread's evaluation counters of the flag (insights/counter.ts), made on its first evaluation. */
+  insights?: FlagCells;
 }
 
 /**
