@@ -5,7 +5,6 @@
  */
 import type { EvaluationReason, Flag, FlagConfig, Organization, Segment, Variant } from '../domain/types.js';
 import type { CompiledCondition } from './conditions.js';
-import type { FlagCells } from '../insights/counter.js';
 
 /** A cumulative allocation range: the variant serves allocation buckets below `upTo`. */
 export interface CompiledAllocation {
@@ -71,8 +70,11 @@ export interface CompiledFlag {
   stages: Map<string, StageConfigs>;
   /** flag.environments, exact spellings and name keys. */
   environments: Set<string>;
-  /** This thread's evaluation counters of the flag (insights/counter.ts), made on its first evaluation. */
-  insights?: FlagCells;
+  /**
+   * This thread's evaluation counters of the flag (the server's insights/counter.ts `FlagCells`),
+   * made on its first counted evaluation; the engine never reads it.
+   */
+  insights?: { readonly owner: object };
 }
 
 /**

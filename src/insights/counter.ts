@@ -61,7 +61,7 @@ export class InsightsCounter {
 
   /** One evaluation of `flag` in `stage` (the organization's spelling) that served `ev`. */
   count(snapshot: OrgSnapshot, flag: CompiledFlag, stage: string, ev: Evaluation): void {
-    let fc = flag.insights;
+    let fc = flag.insights as FlagCells | undefined;
     if (fc === undefined || fc.owner !== this) fc = this.attach(snapshot, flag);
     let sc = fc.last;
     if (sc === null || sc.stage !== stage) sc = this.stageOf(fc, stage);

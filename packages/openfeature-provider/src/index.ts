@@ -44,6 +44,8 @@ export interface VexilProviderOptions {
    * also sent at close. See "Evaluation counts" in the package README.
    */
   metricsIntervalMs?: number;
+  /** The most distinct (flag, variant) counts held unsent (METRICS_MAX_ENTRIES, 10,000; lower for tests). */
+  metricsMaxEntries?: number;
 }
 
 /**
@@ -116,14 +118,18 @@ export class VexilProvider implements Provider {
   /** Evaluations whose counts the node has accepted. */
   metricsSent = 0;
 
+  /** Whether evaluations are counted (metricsIntervalMs > 0). */
+  private readonly counting: boolean;
+
   constructor(private readonly options: VexilProviderOptions) {
+    this.counting = (options.metricsIntervalMs ?? 30_000) > 0;
     this.base = options.url.replace(/\/+$/, '');
     this.query = options.stage === undefined ? '' : `?stage=${encodeURIComponent(options.stage)}`;
   }
 
   private startMetrics(): void {
     const every = this.options.metricsIntervalMs ?? 30_000;
-    if (every <= 0 || this.metricsTimer !== null) return;
+    if (!this.counting || this.metricsTimer !== null) return;
     this.metricsTimer = setInterval(() => void this.sendMetrics(), every);
     (this.metricsTimer as { unref?: () => void }).unref?.();
   }
@@ -159,11 +165,35 @@ export class VexilProvider implements Provider {
     if (this.metricsTimer !== null) clearInterval(this.metricsTimer);
     this.metricsTimer = null;
     // The last counts (bounded by requestTimeoutMs; unsent ones are dropped with the provider).
-    if ((this.options.metricsIntervalMs ?? 30_000) > 0) await this.sendMetrics();
+    if (this.counting) {
+      await this.sending;
+      await this.sendMetrics();
+      // What the node did not take now is lost with the provider: counted as dropped.
+      this.harvest();
+      for (const n of this.unsent.values()) this.metricsDropped += n;
+      this.unsent = new Map();
+    }
     await this.cacheWriting;
   }
 
   // ---- evaluation counts (POST /sdk/v1/metrics) ---------------------------------------------------
+
+  /** One evaluation of `rec`'s flag that served variant `v` ('' for none). */
+  private countEvaluation(rec: FlagRecord, v: string, now: number): void {
+    const vs = rec.variants;
+    let i = 0;
+    while (i < vs.length && vs[i] !== v) i++;
+    if (i === vs.length) {
+      vs.push(v);
+      rec.counts.push(0);
+    }
+    rec.counts[i]++;
+    if (!rec.dirty) {
+      rec.dirty = true;
+      this.dirtyRecords.push(rec);
+      if (this.unsentSince === 0) this.unsentSince = now;
+    }
+  }
 
   /** Moves the records' counts into `unsent` (bounded), zeroing them. */
   private harvest(): void {
@@ -184,7 +214,7 @@ export class VexilProvider implements Provider {
   private addUnsent(key: string, n: number): void {
     const had = this.unsent.get(key);
     if (had !== undefined) this.unsent.set(key, had + n);
-    else if (this.unsent.size < METRICS_MAX_ENTRIES) this.unsent.set(key, n);
+    else if (this.unsent.size < Math.min(METRICS_MAX_ENTRIES, this.options.metricsMaxEntries ?? METRICS_MAX_ENTRIES)) this.unsent.set(key, n);
     else this.metricsDropped += n;
   }
 
@@ -283,20 +313,7 @@ export class VexilProvider implements Provider {
       const now = Date.now();
       const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evalContext }, now);
       // Counted in memory (a few array reads); sent later, off this path (sendMetrics).
-      const v = ev.key ?? '';
-      const vs = rec.variants;
-      let i = 0;
-      while (i < vs.length && vs[i] !== v) i++;
-      if (i === vs.length) {
-        vs.push(v);
-        rec.counts.push(0);
-      }
-      rec.counts[i]++;
-      if (!rec.dirty) {
-        rec.dirty = true;
-        this.dirtyRecords.push(rec);
-        if (this.unsentSince === 0) this.unsentSince = now;
-      }
+      if (this.counting) this.countEvaluation(rec, ev.key ?? '', now);
       const flagMetadata = metadataOf(ev.reason.code);
       const reason = reasonOf(ev, cf, stage, clientId);
       // An outcome without a variant: the code default, as OFREP leaves `value` out.

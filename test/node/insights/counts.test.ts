@@ -12,7 +12,7 @@ import { OpenFeature } from '@openfeature/server-sdk';
 import { rmSync } from 'node:fs';
 import { createOrg, evalKey, makeKey, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
 import { expectProblem, pgliteCopy, startTestNode, type TestNode } from '../../helpers/node.js';
-import { until } from '../../helpers/cluster.js';
+import { CuttableProxy, until } from '../../helpers/cluster.js';
 import { providerClient } from '../../helpers/provider.js';
 import { loadNativeUws } from '../../../src/http/uws.js';
 
@@ -130,6 +130,43 @@ t.test('every transport, thread and the provider add up exactly', async (t) => {
     [orgId],
   );
   t.equal(buckets[0].ok, true, 'hour buckets start on the hour, day buckets at midnight UTC');
+
+  t.test('the provider keeps counting while the node cannot be reached, within its bound', async (t) => {
+    must(t, await postFlag(n, org.adminKey, 'f3'), 201, 'f3');
+    must(t, await postConfig(n, org.adminKey, 'f3', { defaultVariantKey: 'on' }), 200, 'f3 production');
+    const before = await counts(n, orgId);
+    const proxy = await CuttableProxy.start('127.0.0.1', n.node.port);
+    t.teardown(() => proxy.close());
+    const { provider, client, domain } = await providerClient(t, { url: `http://127.0.0.1:${proxy.port}`, key, stage: 'production', metricsIntervalMs: 100, metricsMaxEntries: 2, minReconnectDelayMs: 50 });
+    for (let i = 0; i < 2; i++) await client.getBooleanValue('f1', false, { targetingKey: `q${i}` });
+    await until(async () => provider.metricsSent, (v) => v === 2, 5000, 20);
+    proxy.cut();
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) t.equal(await client.getBooleanValue('f1', false, { targetingKey: `q${i}` }), true, 'answers while the node is away');
+    for (let i = 0; i < 3; i++) await client.getBooleanValue('f2', true, { targetingKey: `q${i}` });
+    t.ok(performance.now() - started < 200, 'evaluations do not wait on the network');
+    await new Promise((r) => setTimeout(r, 350)); // a few failed sends
+    for (let i = 0; i < 4; i++) await client.getBooleanValue('f3', false, { targetingKey: `q${i}` });
+    await new Promise((r) => setTimeout(r, 250));
+    t.equal(provider.metricsSent, 2, 'nothing more sent while the node is away');
+    t.equal(provider.metricsDropped, 4, 'past its bound (2 distinct flag and variant counts) the third is dropped, and counted');
+    proxy.restore();
+    await until(async () => provider.metricsSent, (v) => v === 10, 8000, 20);
+    t.pass('the kept counts were sent once the node was back');
+    // Close while the node is away: close does not hang, and what it could not send is counted as dropped.
+    proxy.cut();
+    await client.getBooleanValue('f1', false, { targetingKey: 'last' });
+    const closing = performance.now();
+    await OpenFeature.clearProviders(domain);
+    t.ok(performance.now() - closing < 3000, 'close returned');
+    t.equal(provider.metricsDropped, 5, 'the unsent count at close is counted as dropped');
+    const want = { ...before };
+    want['f1/production/web/on/day'] += 7;
+    want['f1/production/web/on/hour'] += 7;
+    want['f2/production/web/off/day'] += 3;
+    want['f2/production/web/off/hour'] += 3;
+    t.same(await until(() => counts(n, orgId), (c) => c['f2/production/web/off/hour'] === want['f2/production/web/off/hour'], 5000, 50), want, 'the node counted exactly what the provider sent');
+  });
 
   t.test('POST /sdk/v1/metrics: bad reports are 400 and count nothing', async (t) => {
     const before = await counts(n, orgId);
