@@ -15,6 +15,8 @@ import { expectProblem, pgliteCopy, startTestNode, type TestNode } from '../../h
 import { CuttableProxy, until } from '../../helpers/cluster.js';
 import { providerClient } from '../../helpers/provider.js';
 import { loadNativeUws } from '../../../src/http/uws.js';
+import { applyRetention, InsightsFlusher } from '../../../src/insights/flush.js';
+import { createLogger } from '../../../src/util/log.js';
 
 const threaded = loadNativeUws().ok && process.env.VEXIL_HTTP_FRONT !== 'node';
 const FLUSH_MS = 200;
@@ -166,6 +168,61 @@ t.test('every transport, thread and the provider add up exactly', async (t) => {
     want['f2/production/web/off/day'] += 3;
     want['f2/production/web/off/hour'] += 3;
     t.same(await until(() => counts(n, orgId), (c) => c['f2/production/web/off/hour'] === want['f2/production/web/off/hour'], 5000, 50), want, 'the node counted exactly what the provider sent');
+  });
+
+  t.test('one statement per interval, bounded between writes; retention', async (t) => {
+    const statements: string[] = [];
+    const db = {
+      query: <T>(text: string, params?: unknown[]) => {
+        statements.push(text);
+        return n.node.db.query<T>(text, params);
+      },
+      exec: (s: string) => n.node.db.exec(s),
+    };
+    const lines: string[] = [];
+    const flusher = new InsightsFlusher(db, createLogger('info', {}, (l) => lines.push(l)), { flushMs: 60_000, maxPending: 3, own: null });
+    const h0 = Math.floor(Date.now() / 3_600_000) * 3600 - 7200; // two hours ago, on the hour
+    const o = 'flusher-test-org';
+    flusher.add([o, 'x', 'production', 'web', 'on', 2, h0 + 10, h0 + 20, o, 'x', 'production', 'web', 'on', 3, h0 + 5, h0 + 30]);
+    flusher.add([o, 'x', 'production', 'web', 'on', 4, h0 + 3600, h0 + 3700, o, 'x', 'production', 'web', 'off', 1, h0 + 40, h0 + 40]);
+    flusher.add([o, 'y', 'production', 'web', 'on', 7, h0, h0]); // a fourth counter: past maxPending 3
+    await flusher.flush();
+    await flusher.flush(); // nothing left: no statement
+    t.equal(statements.length, 1, 'one statement for the whole batch, none for an empty one');
+    t.match(lines.join('\n'), /"evaluations":7,"msg":"insights counts dropped/, 'the dropped count is logged');
+    const rows = await n.node.db.query<{ k: string }>(
+      `select variant || ' ' || granularity || ' ' || (extract(epoch from bucket_start)::bigint - $2) || ' ' || count as k from flag_evaluation_counts where org_id = $1 order by 1`,
+      [o, h0],
+    );
+    const dayStart = Math.floor(h0 / 86_400) * 86_400 - h0;
+    const sameDay = Math.floor(h0 / 86_400) === Math.floor((h0 + 3600) / 86_400);
+    t.same(
+      rows.map((r) => r.k),
+      [
+        ...(sameDay ? [`off day ${dayStart} 1`, `off hour 0 1`, `on day ${dayStart} 9`] : [`off day ${dayStart} 1`, `off hour 0 1`, `on day ${dayStart} 5`, `on day ${dayStart + 86_400} 4`]),
+        'on hour 0 5',
+        'on hour 3600 4',
+      ].sort(),
+      'hour and day buckets, summed',
+    );
+    const usage = await n.node.db.query<{ k: string }>(
+      `select variant || ' ' || (extract(epoch from first_at)::bigint - $2) || ' ' || (extract(epoch from last_at)::bigint - $2) as k from flag_variant_usage where org_id = $1 order by 1`,
+      [o, h0],
+    );
+    t.same(usage.map((u) => u.k), ['off 40 40', 'on 5 3700'], 'first and last evaluation per variant');
+
+    const r = 'retention-test-org';
+    const day = 86_400_000;
+    const at = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
+    for (const [g, ago, label] of [['hour', 15 * day, 'h15'], ['hour', 13 * day, 'h13'], ['day', 401 * day, 'd401'], ['day', 399 * day, 'd399']] as const) {
+      await n.node.db.query(
+        `insert into flag_evaluation_counts (org_id, flag_name, stage, application, variant, granularity, bucket_start, count) values ($1, $2, 'production', 'web', 'on', $3, $4, 1)`,
+        [r, label, g, at(ago)],
+      );
+    }
+    t.ok((await applyRetention(n.node.db, Date.now())) >= 2, 'old buckets deleted');
+    const left = await n.node.db.query<{ flag_name: string }>('select flag_name from flag_evaluation_counts where org_id = $1 order by 1', [r]);
+    t.same(left.map((x) => x.flag_name), ['d399', 'h13'], 'hour buckets kept 14 days, day buckets 400 days');
   });
 
   t.test('POST /sdk/v1/metrics: bad reports are 400 and count nothing', async (t) => {
