@@ -17,6 +17,7 @@ import { providerClient } from '../../helpers/provider.js';
 import { loadNativeUws } from '../../../src/http/uws.js';
 import { applyRetention, InsightsFlusher } from '../../../src/insights/flush.js';
 import { createLogger } from '../../../src/util/log.js';
+import { flagSeries, flagUsage } from '../../../src/insights/store.js';
 
 const threaded = loadNativeUws().ok && process.env.VEXIL_HTTP_FRONT !== 'node';
 const FLUSH_MS = 200;
@@ -126,6 +127,14 @@ t.test('every transport, thread and the provider add up exactly', async (t) => {
     ['f1/development/off/true', 'f1/production/on/true', 'f2/production/off/true'],
     'first and last evaluation per flag, stage and variant',
   );
+  // The reads the insights API uses (src/insights/store.ts).
+  const series = await flagSeries(n.node.db, orgId, 'f1', 'day', new Date(Date.now() - 2 * 86_400_000), new Date(Date.now() + 86_400_000));
+  t.same(
+    series.map((b) => [b.stage, b.count, b.variants]),
+    [['development', 5, { off: 5 }], ['production', 44, { on: 44 }]],
+    'flagSeries: the day bucket per stage, per variant',
+  );
+  t.same([...(await flagUsage(n.node.db, orgId, 'f1')).entries()].map(([s, u]) => [s, u.variants]), [['development', ['off']], ['production', ['on']]], 'flagUsage: per stage');
   const buckets = await n.node.db.query<{ ok: boolean }>(
     `select bool_and((granularity = 'hour' and bucket_start = date_trunc('hour', bucket_start)) or (granularity = 'day' and bucket_start = date_trunc('day', bucket_start at time zone 'UTC') at time zone 'UTC')) as ok
      from flag_evaluation_counts where org_id = $1`,
