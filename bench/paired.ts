@@ -38,7 +38,7 @@ import { NotAvailable, scenarioEnv, type LoadRequest, type Scenario, type Target
 import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
 
-interface Comparison {
+export interface Comparison {
   name: string;
   aim: number;
   what: string;
@@ -48,7 +48,7 @@ interface Comparison {
   aMain?: string;
 }
 
-const scenario = (name: string): Scenario => {
+export const scenario = (name: string): Scenario => {
   const s = [...SCENARIOS, ...SEGMENT_SCENARIOS].find((x) => x.name === name);
   if (s === undefined) throw new Error(`paired: no scenario ${name}`);
   return s;
@@ -168,7 +168,7 @@ export async function alternate(rc: RunContext, label: string, sides: [PairSide,
   return f;
 }
 
-async function compare(rc: RunContext, c: Comparison, pairs: number): Promise<Measurement> {
+export async function compare(rc: RunContext, c: Comparison, pairs: number): Promise<Measurement> {
   const row: Measurement = { name: c.name, description: `${c.what}: ${c.b.name} ÷ ${c.a.name}, ${pairs} interleaved pairs`, status: 'ok', evalWorkers: workersLabel(rc.opts) };
   const sides: Side[] = [];
   try {

@@ -102,6 +102,12 @@ const schema = z.object({
   VEXIL_SSE_KEY_RECHECK_MS: intIn(100, 60_000).default(60_000),
   // Bus trust (docs/cluster.md, "Bus trust"): every bus message signed with it (HMAC-SHA256).
   VEXIL_CLUSTER_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  // Flag insights (docs/insights.md): evaluation counting on or off (off: the bench baseline), how
+  // often the management actor writes the counts, and the most distinct counters held between two
+  // writes (past it, counts are dropped and counted in the log).
+  VEXIL_INSIGHTS: z.enum(['on', 'off']).default('on'),
+  VEXIL_INSIGHTS_FLUSH_MS: intIn(50, 10_000).default(10_000),
+  VEXIL_INSIGHTS_MAX_PENDING: intIn(1000, 10_000_000).default(1_000_000),
 });
 
 export interface Config {
@@ -182,6 +188,12 @@ export interface Config {
    * "Bus trust"). Never logged.
    */
   clusterSecret: string | null;
+  /** VEXIL_INSIGHTS: evaluations are counted per flag (docs/insights.md). */
+  insights: boolean;
+  /** VEXIL_INSIGHTS_FLUSH_MS: the management actor writes the counts this often. */
+  insightsFlushMs: number;
+  /** VEXIL_INSIGHTS_MAX_PENDING: distinct counters held between two writes, at most. */
+  insightsMaxPending: number;
 }
 
 export class ConfigError extends Error {}
@@ -253,5 +265,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sseMaxStreamsPerKey: e.VEXIL_SSE_MAX_STREAMS_PER_KEY,
     sseKeyRecheckMs: e.VEXIL_SSE_KEY_RECHECK_MS,
     clusterSecret: e.VEXIL_CLUSTER_SECRET ?? null,
+    insights: e.VEXIL_INSIGHTS === 'on',
+    insightsFlushMs: e.VEXIL_INSIGHTS_FLUSH_MS,
+    insightsMaxPending: e.VEXIL_INSIGHTS_MAX_PENDING,
   };
 }

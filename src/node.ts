@@ -42,6 +42,9 @@ import { SnapshotPublisher } from './snapshots/publisher.js';
 import { FrontThreads, listenShared } from './http/threads/front-threads.js';
 import { planThreads } from './http/threads/plan.js';
 import { createLogger, type Logger } from './util/log.js';
+import { InsightsForwarder } from './insights/forwarder.js';
+import { metricsRoutes } from './insights/metrics-route.js';
+import { insightsPostMs } from './insights/counter.js';
 
 const VERSION = (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version;
 
@@ -76,7 +79,7 @@ const LINGER_MS = 250;
 
 export async function startNode(config: Config, opts: StartOptions = {}): Promise<VexilNode> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const evalCounts = new EvalCounts();
+  const evalCounts = new EvalCounts(undefined, config.insights);
   // Filled in below; the actor may relay events only after the node's state exists.
   let relay: (event: ClusterEvent) => Promise<void> | void = () => {};
   let rememberKey: (hash: string, key: ManagementKey) => void = () => {};
@@ -116,6 +119,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           })
         : new LocalBus());
     const admission = admissionState(config, actor.asks);
+    // Evaluation counts per flag from every thread of this node, to the management actor (docs/insights.md).
+    const insights = new InsightsForwarder(evalCounts, (rows) => actor.insights(rows), insightsPostMs(config.insightsFlushMs));
     const rt: FrontRuntime = {
       config,
       snapshots,
@@ -150,6 +155,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         handoff: config.evalHandoff,
         flagCache: config.workerFlagCache,
         evalCounts: rt.evalCounts.buffer,
+        insights: config.insights,
+        onInsights: (rows) => insights.add(rows),
       }, log.child({ component: 'pool' }));
     }
     // Warm every organization's snapshot so the first evaluation does no database work (the
@@ -218,6 +225,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
       ...managementFrontRoutes(rt, actor),
       ...ofrepRoutes(rt),
       ...feedRoutes(rt),
+      ...metricsRoutes(rt, (rows) => insights.add(rows)),
       ...uiRoutes(),
       ...(opts.routes?.(rt) ?? []),
     ];
@@ -249,6 +257,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             evalCounts: rt.evalCounts.buffer,
             limits: admission.limiter.memory,
             log: log.child({ component: 'front-threads' }),
+            onInsights: (rows) => insights.add(rows),
           });
     if (threads !== null) {
       const started = threads;
@@ -294,6 +303,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
           await rt.pool?.close();
           publisher?.close();
           await rt.bus.close();
+          // Every thread's last counts, then the actor writes them before it closes its database.
+          insights.close();
           await actor.close();
           metrics?.close();
         })();

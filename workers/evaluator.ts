@@ -29,6 +29,7 @@ import {
   type EvalTask,
   type GraphQLItem,
   type WorkerData,
+  INSIGHTS_LINE,
 } from '../src/evaluation/pool/protocol.js';
 import { GraphQLExecutor } from '../src/graphql/execute.js';
 import type { EvaluationEnv, GraphQLContext } from '../src/graphql/evaluation-resolvers.js';
@@ -39,7 +40,7 @@ const config = workerData as WorkerData;
 const store = new SharedStoreReader(config.flagCache);
 const channel = new BroadcastChannel(config.channel);
 // Evaluations this worker serves count into the node's shared cells (kept across worker restarts).
-const evalCounts = new EvalCounts(config.evalCounts);
+const evalCounts = new EvalCounts(config.evalCounts, config.insights);
 // Kept referenced for the worker's lifetime: references and versions arrive on it between tasks.
 (globalThis as { vexilSnapshotChannel?: BroadcastChannel }).vexilSnapshotChannel = channel;
 const log = createLogger('warn', { thread: 'evaluation-worker' });
@@ -108,5 +109,9 @@ export default async function evaluateBatch(task: EvalTask): Promise<unknown> {
     const a = answer(lines[i], task.nowMs);
     out[i] = encodeOutcome(a instanceof Promise ? await a : a);
   }
+  // The batch's insights counts travel with its answers (one more line): none is left behind in a
+  // worker that is stopped or replaced (docs/insights.md).
+  const insights = evalCounts.insights;
+  if (insights !== null && insights.pending) out.push(INSIGHTS_LINE + JSON.stringify(insights.drain([], Math.floor(Date.now() / 1000))));
   return move(encodeLines(out));
 }

@@ -16,6 +16,7 @@ import { createUwsFront } from '../src/http/uws-front.js';
 import { loadNativeUws, UWS_CANDIDATES } from '../src/http/uws.js';
 import { OFREP_PREFIX, ofrepError, ofrepSingleRoute } from '../src/ofrep/routes.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
+import { insightsPostMs } from '../src/insights/counter.js';
 import { RouteStatsTable } from '../src/ops/route-stats.js';
 import { SharedRateLimiter } from '../src/ratelimit/shared-limiter.js';
 import type { FrontRuntime } from '../src/runtime.js';
@@ -33,6 +34,7 @@ const store = new SharedStoreReader(config.workerFlagCache);
 const relay = new RelayClient(post, (hash, key) => keys.learn(hash, key));
 const keys = new KeyMirror(new Int32Array(data.keyEpoch), drain, config.keyCacheTtlMs);
 const requests = new RouteStatsTable();
+const evalCounts = new EvalCounts(data.evalCounts, config.insights);
 
 function receive(msg: ToThread): void {
   if (relay.receive(msg)) return;
@@ -76,7 +78,7 @@ const rt = {
   config,
   log,
   pool: null,
-  evalCounts: new EvalCounts(data.evalCounts),
+  evalCounts,
   now: Date.now,
   keys,
   authFailures: mainThreadOnly,
@@ -104,6 +106,15 @@ const front = createUwsFront(uws.module, { kind: 'uws', package: uws.name, versi
 
 port.on('message', (msg: ToThread) => receive(msg));
 
+// This thread's evaluation counts per flag go to the main thread every `insightsPostMs`, and at
+// the end (docs/insights.md).
+function postInsights(): void {
+  const insights = evalCounts.insights;
+  if (insights !== null && insights.pending) post({ t: 'insights', rows: insights.drain([], Math.floor(Date.now() / 1000)) });
+}
+const insightsTimer = setInterval(postInsights, insightsPostMs(config.insightsFlushMs));
+insightsTimer.unref();
+
 async function shutdown(graceMs: number): Promise<void> {
   exchanges.draining = true;
   front.stopAccepting();
@@ -114,6 +125,8 @@ async function shutdown(graceMs: number): Promise<void> {
   // Closing every socket ends the app's hold on the event loop; the thread then ends by itself
   // (uWebSockets.js must not be torn down with sockets open: uWebSockets.js#324).
   front.closeConnections();
+  clearInterval(insightsTimer);
+  postInsights();
   port.close();
 }
 

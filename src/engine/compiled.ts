@@ -70,6 +70,11 @@ export interface CompiledFlag {
   stages: Map<string, StageConfigs>;
   /** flag.environments, exact spellings and name keys. */
   environments: Set<string>;
+  /**
+   * This thread's evaluation counters of the flag (the server's insights/counter.ts `FlagCells`),
+   * made on its first counted evaluation; the engine never reads it.
+   */
+  insights?: { readonly owner: object };
 }
 
 /**

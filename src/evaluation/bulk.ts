@@ -9,7 +9,7 @@ import { nameKey, sameName } from '../domain/name-matching.js';
 import type { Organization } from '../domain/types.js';
 import { selectConfig, type CompiledFlag, type OrgSnapshot } from '../engine/index.js';
 import { ofrepJson, reasonOf } from '../engine/ofrep-answer.js';
-import type { EvalCounts } from '../ops/eval-counts.js';
+import type { EvaluationCounter } from '../ops/eval-counts.js';
 import type { Scope } from './check.js';
 import { runEvaluation } from './run.js';
 
@@ -51,7 +51,7 @@ export function bulkFlags(snapshot: OrgSnapshot, scope: Scope): CompiledFlag[] {
 }
 
 /** Each of `flags` (`bulkFlags`) with a configuration for the clientId, evaluated and counted; the answers joined with commas. */
-export function bulkAnswers(snapshot: OrgSnapshot, flags: readonly CompiledFlag[], bulk: BulkRequest, nowMs: number, counts: EvalCounts | null): string {
+export function bulkAnswers(snapshot: OrgSnapshot, flags: readonly CompiledFlag[], bulk: BulkRequest, nowMs: number, counts: EvaluationCounter | null): string {
   const stage = bulk.scope.stage;
   const req = { userId: bulk.userId, stage, clientId: bulk.clientId, context: bulk.context };
   let out = '';

@@ -12,7 +12,7 @@
  */
 import type { Authenticated } from '../auth/authenticate.js';
 import type { Evaluation, EvaluationRequest } from '../domain/types.js';
-import type { EvalCounts } from '../ops/eval-counts.js';
+import type { EvaluationCounter } from '../ops/eval-counts.js';
 import type { Runtime } from '../runtime.js';
 import { bulkAnswers, bulkFlags, type BulkRequest } from './bulk.js';
 import { checkEvaluation, checkExplain } from './check.js';
@@ -57,9 +57,9 @@ export function evaluateBulk(rt: Runtime, auth: Authenticated, bulk: BulkRequest
 
 /**
  * One flag on this thread (GraphQL `evaluate`, wherever its document runs), counted in `counts`
- * (null: the caller counts later with `countEvaluations`).
+ * (null: not counted; a GraphQL plan counts in a `DeferredCounts` it commits once every field answered).
  */
-export function evaluateHere(auth: Authenticated, flagName: string, input: EvaluationRequest, nowMs: number, counts: EvalCounts | null = null): Evaluation {
+export function evaluateHere(auth: Authenticated, flagName: string, input: EvaluationRequest, nowMs: number, counts: EvaluationCounter | null = null): Evaluation {
   const { flag, req } = checkEvaluation(auth, flagName, input);
   return runEvaluation(auth.snapshot, flag, req, nowMs, counts);
 }

@@ -10,7 +10,7 @@ import { parseEvaluationBody } from '../domain/validation.js';
 import { evaluateHere, type EvaluationRequest } from '../evaluation/evaluate.js';
 import type { Runtime } from '../runtime.js';
 import type { OrgSnapshot } from '../engine/index.js';
-import type { EvalCounts } from '../ops/eval-counts.js';
+import type { EvalCounts, EvaluationCounter } from '../ops/eval-counts.js';
 import { materializeAny, type ResolverMap } from './schema.js';
 
 /**
@@ -95,7 +95,7 @@ export const evaluationInput = (args: EvaluateArgs, ctx: GraphQLContext, info: G
  * answered, with `countEvaluations`). An organization-wide key's refusal is shown as GraphQL names
  * it, AUTH_NOT_AUTHORIZED, by domain/errors.ts.
  */
-export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationRequest, counts: EvalCounts | null): Evaluation {
+export function evaluateField(ctx: GraphQLContext, key: string, input: EvaluationRequest, counts: EvaluationCounter | null): Evaluation {
   return evaluateHere(authFor(ctx), key, input, ctx.env.now(), counts);
 }
 

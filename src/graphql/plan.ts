@@ -26,7 +26,7 @@
 import { Kind, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from 'graphql';
 import type { Evaluation } from '../domain/types.js';
 import type { EvaluationRequest } from '../domain/types.js';
-import { countEvaluations } from '../evaluation/run.js';
+import { DeferredCounts } from '../ops/eval-counts.js';
 import { EVALUATE_FIELD } from './limits.js';
 import { evaluateField, evaluateFieldInput, type GraphQLContext } from './evaluation-resolvers.js';
 import { anyLiteralValue } from './schema.js';
@@ -245,6 +245,7 @@ function argument(s: Source | undefined, variables: Record<string, unknown>): un
 export function runPlan(plan: EvaluationPlan, ctx: GraphQLContext, variables: Record<string, unknown> | null): string | null {
   const fields = plan.fields;
   const evs: Evaluation[] = new Array(fields.length);
+  const deferred = new DeferredCounts();
   const vars = variables ?? {};
   try {
     for (let i = 0; i < fields.length; i++) {
@@ -264,7 +265,7 @@ export function runPlan(plan: EvaluationPlan, ctx: GraphQLContext, variables: Re
           context === MISSING ? undefined : context,
         );
       }
-      evs[i] = evaluateField(ctx, key as string, input, null);
+      evs[i] = evaluateField(ctx, key as string, input, deferred);
     }
   } catch {
     return null; // a field error: graphql-jit reports it (and counts the fields that answered)
@@ -275,6 +276,6 @@ export function runPlan(plan: EvaluationPlan, ctx: GraphQLContext, variables: Re
     if (v === null) return null;
     out += fields[i].head + v;
   }
-  countEvaluations(ctx.env.evalCounts, evs);
+  deferred.commit(ctx.env.evalCounts);
   return `${out}}}`;
 }

@@ -37,6 +37,8 @@ import type { ReasonCode } from '../domain/types.js';
 import type { Logger } from '../util/log.js';
 import { BYPASS_HEADER, isIdempotentWrite, type ManagementHandler } from './boundary.js';
 import { withBypass } from '../features/policies/bypass.js';
+import { InsightsFlusher } from '../insights/flush.js';
+import type { InsightsRows } from '../insights/counter.js';
 import { managementHandlers } from './handlers.js';
 import { withIdempotency } from './idempotency.js';
 import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, type ErrorData, type FromActor, type InitMessage, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
@@ -100,6 +102,17 @@ async function openDatabase(init: InitMessage): Promise<Database> {
   return openPGlite(init.inMemory ? null : init.config.dataDir);
 }
 
+/** Counts posted before the database is open (a restarted actor), up to a bound. */
+class PendingInsights {
+  readonly rows: InsightsRows[] = [];
+  private held = 0;
+  add(rows: InsightsRows): void {
+    if (this.held + rows.length > 8_000_000) return;
+    this.held += rows.length;
+    this.rows.push(rows);
+  }
+}
+
 export class ManagementActorMain {
   private rt!: ActorRuntime;
   private routes = new Map<string, ManagementHandler>();
@@ -123,6 +136,8 @@ export class ManagementActorMain {
   private runner: ScheduleRunner | null = null;
   /** Counts its own evaluations (a management GraphQL document may evaluate), sent to the front with each reply. */
   private readonly counts = new EvalCounts();
+  /** Writes the node's evaluation counts (insights/flush.ts); its database is set at the start. */
+  private insights: { add(rows: InsightsRows): void; stop?(): Promise<void> } = new PendingInsights();
 
   constructor(private readonly port: ActorPort) {
     this.started = new Promise((r) => (this.markStarted = r));
@@ -201,6 +216,10 @@ export class ManagementActorMain {
         this.freeSlots.push(...m.slots);
         this.pumpWaiting();
         return;
+      case 'insights':
+        // Before the start (a restarted actor) they wait in the flusher made below.
+        this.insights.add(m.rows);
+        return;
       case 'close':
         void this.close();
         return;
@@ -254,6 +273,12 @@ export class ManagementActorMain {
       // Scheduled changes run here, off the front thread (docs/cluster.md, "Scheduled changes").
       this.runner = new ScheduleRunner(this.rt);
       this.runner.start();
+      // Evaluation counts (docs/insights.md): written every VEXIL_INSIGHTS_FLUSH_MS, one statement each time.
+      const flusher = new InsightsFlusher(db, log.child({ component: 'insights' }), { flushMs: config.insightsFlushMs, maxPending: config.insightsMaxPending, own: config.insights ? this.counts.insights : null });
+      const early = this.insights;
+      this.insights = flusher;
+      if (early instanceof PendingInsights) for (const rows of early.rows) flusher.add(rows);
+      if (!this.closing) flusher.start();
     } catch (err) {
       await db.close().catch(() => {});
       this.initFailed(m, err);
@@ -451,6 +476,8 @@ export class ManagementActorMain {
     this.closing = true;
     this.runner?.stop();
     try {
+      // A graceful stop writes the last counts (the front posted its own before `close`).
+      await this.insights.stop?.().catch(() => {});
       await this.rt?.db.close();
     } finally {
       process.exit(0);

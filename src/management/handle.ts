@@ -18,6 +18,7 @@ import type { BodySource, Incoming, Reply } from '../http/handler.js';
 import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
 import type { Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
+import type { InsightsRows } from '../insights/counter.js';
 import type { Logger } from '../util/log.js';
 import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
 import { ActorPriority, type ActorPriorityMode } from './priority.js';
@@ -288,6 +289,11 @@ export class ManagementActor {
 
   private post(m: ToActor): void {
     if (!this.closing && this.alive) this.link.post(m);
+  }
+
+  /** Evaluation counts for the actor to write (insights/forward.ts); lost if the actor is down. */
+  insights(rows: InsightsRows): void {
+    this.post({ t: 'insights', rows });
   }
 
   /** The front's own reads, by name (mailbox.ts `FrontAsks`): each runs in the actor. */

@@ -33,7 +33,9 @@
  *   front ──query────────────▶ actor    SQL from tests and operators (VexilNode.db), never from
  *   front ◀─rows────────────── actor    the front's own code
  *   front ◀─log─────────────── actor    a log line, written by the front's logger
- *   front ──close────────────▶ actor    close the database and exit
+ *   front ──insights─────────▶ actor    evaluation counts per flag (every thread, the pool, the provider's
+ *                                        reports), written by the actor every VEXIL_INSIGHTS_FLUSH_MS
+ *   front ──close────────────▶ actor    write the last counts, close the database and exit
  *
  * Events that belong to a request, and the updates its write made to the actor's replica, are
  * posted before its reply on the same port, so the front has them (and has applied the write to
@@ -45,6 +47,7 @@ import type { Config } from '../config.js';
 import type { ClusterEvent } from '../cluster/bus.js';
 import type { ManagementKey, ReasonCode } from '../domain/types.js';
 import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
+import type { InsightsRows } from '../insights/counter.js';
 
 /** Who the front admitted a request as. */
 export type Admission =
@@ -88,6 +91,8 @@ export type ToActor =
   | { t: 'more'; id: number; slot: number }
   /** The client of reply `id` went away: drop its pieces; `slots` are free again. */
   | { t: 'cancel'; id: number; slots: number[] }
+  /** Evaluation counts per flag, stage, application and variant (insights/counter.ts rows). */
+  | { t: 'insights'; rows: InsightsRows }
   | { t: 'close' };
 
 /** A VexilError as it crosses the boundary. */

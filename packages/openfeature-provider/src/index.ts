@@ -39,6 +39,28 @@ export interface VexilProviderOptions {
   requestTimeoutMs?: number;
   /** A stream that sends nothing for this long is reconnected (60 s; the node comments every 25 s). */
   idleTimeoutMs?: number;
+  /**
+   * How often the evaluation counts are sent to `POST /sdk/v1/metrics` (30 s; 0: never). They are
+   * also sent at close. See "Evaluation counts" in the package README.
+   */
+  metricsIntervalMs?: number;
+  /** The most distinct (flag, variant) counts held unsent (METRICS_MAX_ENTRIES, 10,000; lower for tests). */
+  metricsMaxEntries?: number;
+}
+
+/**
+ * The most distinct (flag, variant) counts held unsent (one report's worth): while the node cannot
+ * be reached, counts of those keep adding up; evaluations of a new one past it are dropped and
+ * counted in `metricsDropped`.
+ */
+export const METRICS_MAX_ENTRIES = 10_000;
+
+/** Per compiled flag: whether it reads reserved context properties, and its unsent counts by variant. */
+interface FlagRecord {
+  reads: boolean;
+  variants: string[];
+  counts: number[];
+  dirty: boolean;
 }
 
 export type FlagType = 'boolean' | 'string' | 'number' | 'object';
@@ -81,16 +103,41 @@ export class VexilProvider implements Provider {
    * (`readsReservedContext`); filled as flags are evaluated, emptied when the data changes. When
    * not, the engine reads the OpenFeature context as it is instead of a copy without those.
    */
-  private reservedReaders = new Map<CompiledFlag, boolean>();
+  private reservedReaders = new Map<CompiledFlag, FlagRecord>();
+  /** Counts taken from the records, not yet sent: by flag and variant (`flag\u0000variant`). */
+  private unsent = new Map<string, number>();
+  /** When the first unsent evaluation happened (ms; 0: none). */
+  private unsentSince = 0;
+  /** Records with counts since the last harvest. */
+  private dirtyRecords: FlagRecord[] = [];
+  private recordFlags = new Map<FlagRecord, string>();
+  private metricsTimer: ReturnType<typeof setInterval> | null = null;
+  private sending: Promise<void> | null = null;
+  /** Evaluations whose counts were dropped (more than METRICS_MAX_ENTRIES distinct unsent (flag, variant)). */
+  metricsDropped = 0;
+  /** Evaluations whose counts the node has accepted. */
+  metricsSent = 0;
+
+  /** Whether evaluations are counted (metricsIntervalMs > 0). */
+  private readonly counting: boolean;
 
   constructor(private readonly options: VexilProviderOptions) {
+    this.counting = (options.metricsIntervalMs ?? 30_000) > 0;
     this.base = options.url.replace(/\/+$/, '');
     this.query = options.stage === undefined ? '' : `?stage=${encodeURIComponent(options.stage)}`;
+  }
+
+  private startMetrics(): void {
+    const every = this.options.metricsIntervalMs ?? 30_000;
+    if (!this.counting || this.metricsTimer !== null) return;
+    this.metricsTimer = setInterval(() => void this.sendMetrics(), every);
+    (this.metricsTimer as { unref?: () => void }).unref?.();
   }
 
   /** Loads the snapshot (or, when the node cannot be reached, the cache file: STALE), then follows the stream. */
   async initialize(): Promise<void> {
     this.closed = false;
+    this.startMetrics();
     try {
       this.take(await this.getSnapshot());
     } catch (err) {
@@ -115,7 +162,104 @@ export class VexilProvider implements Provider {
     this.closed = true;
     this.stream?.abort();
     this.wake?.();
+    if (this.metricsTimer !== null) clearInterval(this.metricsTimer);
+    this.metricsTimer = null;
+    // The last counts (bounded by requestTimeoutMs; unsent ones are dropped with the provider).
+    if (this.counting) {
+      await this.sending;
+      await this.sendMetrics();
+      // What the node did not take now is lost with the provider: counted as dropped.
+      this.harvest();
+      for (const n of this.unsent.values()) this.metricsDropped += n;
+      this.unsent = new Map();
+    }
     await this.cacheWriting;
+  }
+
+  // ---- evaluation counts (POST /sdk/v1/metrics) ---------------------------------------------------
+
+  /** One evaluation of `rec`'s flag that served variant `v` ('' for none). */
+  private countEvaluation(rec: FlagRecord, v: string, now: number): void {
+    const vs = rec.variants;
+    let i = 0;
+    while (i < vs.length && vs[i] !== v) i++;
+    if (i === vs.length) {
+      vs.push(v);
+      rec.counts.push(0);
+    }
+    rec.counts[i]++;
+    if (!rec.dirty) {
+      rec.dirty = true;
+      this.dirtyRecords.push(rec);
+      if (this.unsentSince === 0) this.unsentSince = now;
+    }
+  }
+
+  /** Moves the records' counts into `unsent` (bounded), zeroing them. */
+  private harvest(): void {
+    const records = this.dirtyRecords;
+    this.dirtyRecords = [];
+    for (const rec of records) {
+      rec.dirty = false;
+      const flag = this.recordFlags.get(rec)!;
+      for (let i = 0; i < rec.variants.length; i++) {
+        const n = rec.counts[i];
+        if (n === 0) continue;
+        rec.counts[i] = 0;
+        this.addUnsent(`${flag}\u0000${rec.variants[i]}`, n);
+      }
+    }
+  }
+
+  private addUnsent(key: string, n: number): void {
+    const had = this.unsent.get(key);
+    if (had !== undefined) this.unsent.set(key, had + n);
+    else if (this.unsent.size < Math.min(METRICS_MAX_ENTRIES, this.options.metricsMaxEntries ?? METRICS_MAX_ENTRIES)) this.unsent.set(key, n);
+    else this.metricsDropped += n;
+  }
+
+  /**
+   * Sends the unsent counts (one report at a time; never on an evaluation's path). When the node
+   * cannot be reached or refuses, they are kept (within METRICS_MAX_ENTRIES) for the next time.
+   */
+  sendMetrics(): Promise<void> {
+    if (this.sending !== null) return this.sending;
+    this.harvest();
+    if (this.unsent.size === 0) return Promise.resolve();
+    const counts = this.unsent;
+    const start = new Date(this.unsentSince === 0 ? Date.now() : this.unsentSince).toISOString();
+    this.unsent = new Map();
+    this.unsentSince = 0;
+    const body = {
+      start,
+      end: new Date().toISOString(),
+      counts: [...counts].map(([k, count]) => {
+        const nul = k.indexOf('\u0000');
+        return { flag: k.slice(0, nul), variant: k.slice(nul + 1), count };
+      }),
+    };
+    const send = async () => {
+      try {
+        const res = await fetch(`${this.base}/sdk/v1/metrics${this.query}`, {
+          method: 'POST',
+          headers: { ...this.headers(), 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 5000),
+        });
+        await res.body?.cancel();
+        // 4xx other than 429 will not get better by sending again: dropped (and counted).
+        if (res.status === 202) this.metricsSent += body.counts.reduce((s, c) => s + c.count, 0);
+        else if (res.status >= 400 && res.status < 500 && res.status !== 429) this.metricsDropped += body.counts.reduce((s, c) => s + c.count, 0);
+        else throw new Error(`HTTP ${res.status}`);
+      } catch {
+        if (this.unsentSince === 0 || Date.parse(start) < this.unsentSince) this.unsentSince = Date.parse(start);
+        for (const [k, n] of counts) this.addUnsent(k, n);
+      } finally {
+        this.sending = null;
+      }
+    };
+    this.sending = send();
+    return this.sending;
   }
 
   resolveBooleanEvaluation(flagKey: string, defaultValue: boolean, context: EvaluationContext): Promise<ResolutionDetails<boolean>> {
@@ -159,10 +303,17 @@ export class VexilProvider implements Provider {
         return failed(defaultValue, ErrorCode.INVALID_CONTEXT, 'clientId: expected a non-empty string or null');
       }
       const stage = this.stage;
-      let reads = this.reservedReaders.get(cf);
-      if (reads === undefined) this.reservedReaders.set(cf, (reads = readsReservedContext(snapshot, cf)));
-      const evalContext = !reads && isPlainContext(context) ? context : evaluationContextOf(context);
-      const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evalContext }, Date.now());
+      let rec = this.reservedReaders.get(cf);
+      if (rec === undefined) {
+        rec = { reads: readsReservedContext(snapshot, cf), variants: [], counts: [], dirty: false };
+        this.reservedReaders.set(cf, rec);
+        this.recordFlags.set(rec, cf.flag.name);
+      }
+      const evalContext = !rec.reads && isPlainContext(context) ? context : evaluationContextOf(context);
+      const now = Date.now();
+      const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evalContext }, now);
+      // Counted in memory (a few array reads); sent later, off this path (sendMetrics).
+      if (this.counting) this.countEvaluation(rec, ev.key ?? '', now);
       const flagMetadata = metadataOf(ev.reason.code);
       const reason = reasonOf(ev, cf, stage, clientId);
       // An outcome without a variant: the code default, as OFREP leaves `value` out.
@@ -212,7 +363,10 @@ export class VexilProvider implements Provider {
   private hold(feed: FeedSnapshot, snapshot: OrgSnapshot): void {
     this.held = feed;
     this.snapshot = snapshot;
+    // The counts of the old data's records first (the new data has new records).
+    this.harvest();
     this.reservedReaders = new Map();
+    this.recordFlags = new Map();
     this.application = feed.application;
     this.stage = feed.stage;
     this.writeCache();

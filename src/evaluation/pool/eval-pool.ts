@@ -18,6 +18,7 @@ import { badRequest, VexilError } from '../../domain/errors.js';
 import type { Evaluation } from '../../domain/types.js';
 import type { SnapshotPublisher } from '../../snapshots/publisher.js';
 import type { SharedStoreWriter } from '../../snapshots/shared-store.js';
+import type { InsightsRows } from '../../insights/counter.js';
 import { projectPath } from '../../util/paths.js';
 import type { Logger } from '../../util/log.js';
 import { HandOffPolicy, type HandOffMode, type Transport } from './handoff.js';
@@ -26,6 +27,7 @@ import {
   decodeOutcome,
   encodeItem,
   encodeLines,
+  INSIGHTS_LINE,
   type EvalItem,
   type EvalOutcome,
   type BulkItem,
@@ -61,6 +63,10 @@ export interface PoolOptions {
   maxAnswerBytes?: number;
   /** Per-reason evaluation counters the workers add to (ops/eval-counts.ts). */
   evalCounts: SharedArrayBuffer;
+  /** VEXIL_INSIGHTS. */
+  insights: boolean;
+  /** The insights counts a batch's workers made (insights/counter.ts rows), as each batch is answered. */
+  onInsights?: (rows: InsightsRows) => void;
   /** VEXIL_EVAL_QUEUE_MAX: evaluations handed to the pool and not yet answered. */
   queueMax: number;
   /** VEXIL_EVAL_HANDOFF. */
@@ -88,6 +94,7 @@ export class EvalPool {
   refused = 0;
   /** The workers' flag data, written once per change (its `stats` count what was written and posted). */
   readonly store: SharedStoreWriter;
+  private readonly onInsights: (rows: InsightsRows) => void;
 
   constructor(
     opts: PoolOptions,
@@ -95,6 +102,7 @@ export class EvalPool {
     private readonly maxBatch = 64,
   ) {
     this.queueMax = opts.queueMax;
+    this.onInsights = opts.onInsights ?? (() => {});
     this.policy = new HandOffPolicy({ mode: opts.handoff, threads: opts.threads });
     this.store = opts.publisher.store;
     this.pool = new Piscina({
@@ -111,6 +119,7 @@ export class EvalPool {
         graphqlMaxEvaluations: opts.graphqlMaxEvaluations,
         ...(opts.maxAnswerBytes !== undefined ? { maxAnswerBytes: opts.maxAnswerBytes } : {}),
         evalCounts: opts.evalCounts,
+        insights: opts.insights,
         flagCache: opts.flagCache,
       } satisfies WorkerData,
     });
@@ -228,6 +237,7 @@ export class EvalPool {
   private complete(batch: Pending[], answer: Uint8Array, share: number): void {
     const started = performance.now();
     const lines = decodeLines(answer);
+    if (lines.length > batch.length && lines[batch.length].startsWith(INSIGHTS_LINE)) this.onInsights(JSON.parse(lines[batch.length].slice(INSIGHTS_LINE.length)) as InsightsRows);
     const decodeShare = ((performance.now() - started) * 1000) / batch.length;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i];

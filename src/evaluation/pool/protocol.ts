@@ -69,6 +69,9 @@ export type SerialPrincipal = Omit<Principal, 'permissions'> & { permissions: st
 
 export type PoolItem = EvalItem | GraphQLItem | BulkItem;
 
+/** A batch's answer may end with one more line: this prefix, then the JSON of the batch's insights rows (insights/counter.ts). */
+export const INSIGHTS_LINE = 'I';
+
 /** One Piscina task: a batch of encoded items (`encodeItem` lines joined by '\n', UTF-8). */
 export interface EvalTask {
   nowMs: number;
@@ -83,6 +86,8 @@ export interface WorkerData {
   channel: string;
   /** The node's per-reason evaluation counters (ops/eval-counts.ts), shared by every worker. */
   evalCounts: SharedArrayBuffer;
+  /** VEXIL_INSIGHTS: count evaluations per flag; each batch's answer then ends with its counts (insights/counter.ts). */
+  insights: boolean;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
   /** VEXIL_MAX_ANSWER_BYTES: the largest GraphQL answer a worker serialises (default 256 MiB). */

@@ -8,6 +8,7 @@
  * spreads connections; with uWebSockets.js's acceptor pattern the main thread's app accepts them
  * and hands each to a thread's app in turn (`Acceptor`), and serves none itself.
  */
+import type { InsightsRows } from '../../insights/counter.js';
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
@@ -42,6 +43,8 @@ export interface FrontThreadsOptions {
   /** The node's per-key token buckets, which every thread takes from. */
   limits: LimiterMemory;
   log: Logger;
+  /** A thread's evaluation counts per flag (insights/counter.ts rows), posted every `insightsPostMs` and at its end. */
+  onInsights?: (rows: InsightsRows) => void;
 }
 
 /** How long a thread may take to start listening. */
@@ -61,7 +64,9 @@ class ThreadLink {
     opts: FrontThreadsOptions,
   ) {
     this.relay = new RelayServer(opts.routes, opts.exchanges, opts.keys, (msg) => this.post(msg));
+    this.onInsights = opts.onInsights ?? (() => {});
   }
+  private readonly onInsights: (rows: InsightsRows) => void;
 
   post(msg: ToThread): void {
     if (!this.exited) this.worker.postMessage(msg);
@@ -69,6 +74,10 @@ class ThreadLink {
 
   receive(msg: FromThread): void {
     if (this.relay.receive(msg)) return;
+    if (msg.t === 'insights') {
+      this.onInsights(msg.rows);
+      return;
+    }
     if (msg.t === 'stats') {
       this.asks.get(msg.id)?.(msg.routes);
       this.asks.delete(msg.id);

@@ -14,6 +14,7 @@ import type { Method } from '../router.js';
 import type { Incoming } from '../handler.js';
 import type { RouteStatsSnapshot } from '../../ops/route-stats.js';
 import type { Config } from '../../config.js';
+import type { InsightsRows } from '../../insights/counter.js';
 import type { LimiterMemory } from '../../ratelimit/shared-limiter.js';
 
 /** What a front thread is started with (workerData). */
@@ -82,7 +83,9 @@ export type FromThread =
   | { t: 'cancel'; id: number }
   /** The client of stream `id` went away. */
   | { t: 'closed'; id: number }
-  | { t: 'stats'; id: number; routes: RouteStatsSnapshot[] };
+  | { t: 'stats'; id: number; routes: RouteStatsSnapshot[] }
+  /** The thread's evaluation counts per flag since its last post (insights/counter.ts). */
+  | { t: 'insights'; rows: InsightsRows };
 
 /** A route's name across threads: its method and pattern. */
 export const routeKey = (method: Method, pattern: string): string => `${method} ${pattern}`;
