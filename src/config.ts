@@ -102,6 +102,8 @@ const schema = z.object({
   VEXIL_SSE_KEY_RECHECK_MS: intIn(100, 60_000).default(60_000),
   // Bus trust (docs/cluster.md, "Bus trust"): every bus message signed with it (HMAC-SHA256).
   VEXIL_CLUSTER_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  // Flag statuses (docs/insights.md, "Lifecycle"): how often the management actor recomputes them.
+  VEXIL_INSIGHTS_STATUS_MS: intIn(50, 60_000).default(1000),
 });
 
 export interface Config {
@@ -182,6 +184,8 @@ export interface Config {
    * "Bus trust"). Never logged.
    */
   clusterSecret: string | null;
+  /** How often the management actor reads usage and recomputes flag statuses (docs/insights.md, "Lifecycle"). */
+  insightsStatusMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -253,5 +257,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sseMaxStreamsPerKey: e.VEXIL_SSE_MAX_STREAMS_PER_KEY,
     sseKeyRecheckMs: e.VEXIL_SSE_KEY_RECHECK_MS,
     clusterSecret: e.VEXIL_CLUSTER_SECRET ?? null,
+    insightsStatusMs: e.VEXIL_INSIGHTS_STATUS_MS,
   };
 }

@@ -219,6 +219,7 @@ export async function createFlag(rt: ActorRuntime, auth: Authenticated, raw: unk
       variants,
       environments,
       dependencies,
+      purpose: input.purpose ?? 'release',
     });
     return { result: flag, audit: flagChange('flag.create', null, flag) };
   });
@@ -260,6 +261,7 @@ export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: st
       description: input.description !== undefined ? input.description : cur.description,
       tags: input.tags ?? cur.tags,
       isArchived: input.isArchived ?? cur.isArchived,
+      purpose: input.purpose ?? cur.purpose,
     });
     return { result: saved!, audit: flagChange(action, cur, saved) };
   });
