@@ -21,6 +21,7 @@ import * as schedules from '../features/schedules/service.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
+import { addInsightsResolvers } from '../features/insights/graphql-resolvers.js';
 import { authFor, evaluate, evaluationInput, withVars, type Args, type EvaluateArgs, type GraphQLContext, type Resolver } from './evaluation-resolvers.js';
 
 /** The node's services, for a management field (never in an evaluation worker). */
@@ -130,3 +131,4 @@ Mutation.deleteSegment = async (_s, a, ctx) => {
 
 /** Every field: the schema the management actor executes with. */
 export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };
+addInsightsResolvers(resolvers);

@@ -35,6 +35,11 @@ export interface FlagFilter {
   archived: boolean | null;
   /** Lower-cased search text: a substring of the name, the description or a tag. */
   search: string | null;
+  /**
+   * Any other test of a flag (the lifecycle status, features/insights/tracker.ts): like a search,
+   * asked of every flag of the list once per query. Absent or null: none.
+   */
+  predicate?: ((flag: Flag) => boolean) | null;
 }
 
 export interface IndexPage {
@@ -219,8 +224,9 @@ export class FlagIndex {
     const start = after === null ? 0 : upperBound(entries, after);
     const max = limit ?? Number.POSITIVE_INFINITY;
     const { type, archived, search } = filter;
+    const predicate = filter.predicate ?? null;
 
-    if (type === null && archived === null && search === null) {
+    if (type === null && archived === null && search === null && predicate === null) {
       const end = Math.min(entries.length, start + max);
       const flags: Flag[] = new Array(Math.max(0, end - start));
       for (let i = start; i < end; i++) flags[i - start] = entries[i].flag;
@@ -230,10 +236,11 @@ export class FlagIndex {
     const matches = (e: Entry): boolean =>
       (type === null || e.flag.type === type) &&
       (archived === null || e.flag.isArchived === archived) &&
-      (search === null || e.searchText.includes(search));
+      (search === null || e.searchText.includes(search)) &&
+      (predicate === null || predicate(e.flag));
 
     const flags: Flag[] = [];
-    if (search === null) {
+    if (search === null && predicate === null) {
       // The total comes from the counts; scan only as far as the page and one match beyond it.
       for (let i = start; i < entries.length; i++) {
         if (!matches(entries[i])) continue;
@@ -243,7 +250,7 @@ export class FlagIndex {
       return { flags, total: list.countOf(type, archived), hasMore: false };
     }
 
-    // A search counts its matches over the whole list, and collects the page on the way.
+    // A search (or a predicate) counts its matches over the whole list, and collects the page on the way.
     let total = 0;
     let hasMore = false;
     for (let i = 0; i < entries.length; i++) {

@@ -43,6 +43,7 @@ import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
 import { cancelPendingSchedules } from '../schedules/store.js';
+import { tracker } from '../insights/tracker.js';
 import { actorOf, writeOrg } from '../write.js';
 import * as store from './store.js';
 
@@ -84,8 +85,11 @@ export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'quer
   // The key's scope and the filter both name an application: another one matches nothing.
   if (q.application !== null && !inApplicationScope(p, q.application)) return NO_FLAGS;
   const application = q.application ?? p.application;
+  // The lifecycle status comes from the management actor's tracker (features/insights/tracker.ts).
+  const lifecycle = q.status === null ? null : tracker();
+  const predicate = q.status === null || lifecycle === null ? null : lifecycle.statusFilter(p.orgId, q.status);
   return flagIndexOf(auth.snapshot).query(
-    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search },
+    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search, predicate },
     q.after,
     q.limit,
   );

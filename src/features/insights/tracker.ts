@@ -95,7 +95,14 @@ export class LifecycleTracker {
   private lastFullRead = 0;
   private readonly intervalMs: number;
 
-  constructor(private readonly rt: ActorRuntime, intervalMs?: number) {
+  private lastCounts = '';
+
+  constructor(
+    private readonly rt: ActorRuntime,
+    /** Told the counts after each round that changed them (the front's `vexil_flags` gauges). */
+    private readonly onCounts: (counts: StatusCounts[]) => void = () => {},
+    intervalMs?: number,
+  ) {
     this.intervalMs = intervalMs ?? rt.config.insightsStatusMs ?? 1000;
   }
 
@@ -178,6 +185,12 @@ export class LifecycleTracker {
     }
     this.lastRoundStart = start;
     await this.settleAll();
+    const counts = this.counts();
+    const text = JSON.stringify(counts);
+    if (text !== this.lastCounts) {
+      this.lastCounts = text;
+      this.onCounts(counts);
+    }
   }
 
   private applySettings(orgId: string, s: InsightsSettings): void {
@@ -275,11 +288,12 @@ export class LifecycleTracker {
       const recorded = await store.lockRecorded(tx, orgId, flag.name);
       if (recorded === null) return; // deleted meanwhile
       const rows = await store.readFlagUsage(tx, orgId, flag.name);
-      const u = o.usage.get(flag.name) ?? emptyUsage();
-      let changed = !o.usage.has(flag.name) && rows.length > 0;
-      for (const r of rows) changed = merge(u, r) || changed;
+      // What the database holds now replaces what this node had read of the flag.
+      const u = emptyUsage();
+      for (const r of rows) merge(u, r);
       if (rows.length > 0) o.usage.set(flag.name, u);
-      if (changed) o.statuses.delete(flag.name);
+      else o.usage.delete(flag.name);
+      o.statuses.delete(flag.name);
       const fresh = flagStatus({
         createdAt: Date.parse(flag.createdAt),
         lifetimeMs: o.ms.lifetimes[flag.purpose ?? 'release'],
