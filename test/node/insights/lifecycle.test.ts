@@ -190,7 +190,7 @@ t.test('flag lifecycle on one node', async (t) => {
     await until(() => staleEvents(n, org.adminKey, 'turn'), (e) => e.length === 1, 5000, 100);
     await sleep(600);
     const first = await staleEvents(n, org.adminKey, 'turn');
-    t.equal(first.length, 1, 'one event for the first turn');
+    t.equal(first.length, 1, `one event for the first turn: ${JSON.stringify(first.map((e) => [e.at, e.before, e.after]))}`);
     t.same(first[0].actor, { system: true });
     t.same(first[0].after, { status: 'unused', reasons: ['unused'] });
     t.equal(first[0].target.name, 'turn');
