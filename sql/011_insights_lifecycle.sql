@@ -3,6 +3,9 @@
 -- A flag's `purpose` sets how long it is expected to live (organization settings below).
 alter table flags add column purpose text not null default 'release';
 
+-- The status job reads the usage evaluated since its previous round (src/features/insights/tracker.ts).
+create index flag_variant_usage_last_at on flag_variant_usage (last_at);
+
 -- Per organization: {lifetimes: {<purpose>: ISO 8601 duration | null}, unusedAfter: duration}.
 -- No row: the defaults (src/features/insights/settings.ts). `json` keeps its field order.
 create table insights_settings (

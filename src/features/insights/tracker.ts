@@ -13,9 +13,10 @@
  * flushes on this node) reads:
  * - every organization's settings (one short row each);
  * - the usage rows evaluated since the previous round's start less a margin (`USAGE_MARGIN_MS`,
- *   which covers a flush that committed later than the evaluations it stamps), merged in (first
- *   evaluations only move earlier, last ones later); every `FULL_READ_MS` all rows, read afresh,
- *   so that a late report (a provider that was offline) or a row removed is caught up too;
+ *   which covers a flush that committed later than the evaluations it stamps; an index range scan,
+ *   sql/011), merged in (first evaluations only move earlier, last ones later); once in
+ *   `FULL_READ_ROUNDS` rounds all rows, read afresh, so that a late report (a provider that was
+ *   offline sends evaluations stamped in the past) or a row removed is caught up too;
  * then recomputes the statuses whose usage changed or whose `validUntil` passed, and records each
  * one that differs from the recorded one (`settle`).
  *
@@ -39,8 +40,8 @@ export const SYSTEM: AuditActor = { system: true };
 
 /** How far before the previous round's start a round reads usage again. */
 export const USAGE_MARGIN_MS = 30_000;
-/** How often a round reads every usage row afresh. */
-export const FULL_READ_MS = 60_000;
+/** A round reads every usage row afresh once in this many rounds (60 s at the default 1 s). */
+export const FULL_READ_ROUNDS = 60;
 /** Statuses recorded per round at most (the rest wait for the next round). */
 const SETTLE_PER_ROUND = 2000;
 
@@ -161,7 +162,7 @@ export class LifecycleTracker {
   private async once(): Promise<void> {
     const db = this.rt.db;
     const start = this.rt.now();
-    const full = this.lastRoundStart === null || start - this.lastFullRead >= FULL_READ_MS;
+    const full = this.lastRoundStart === null || start - this.lastFullRead >= FULL_READ_ROUNDS * this.intervalMs;
     // Settings: every organization's, each round (a write on another node reaches this one).
     const stored = await store.readAllSettings(db);
     for (const orgId of new Set([...this.orgs.keys(), ...stored.keys()])) this.applySettings(orgId, normaliseSettings(stored.get(orgId) ?? null));
