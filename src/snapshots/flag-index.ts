@@ -40,6 +40,13 @@ export interface FlagFilter {
    * asked of every flag of the list once per query. Absent or null: none.
    */
   predicate?: ((flag: Flag) => boolean) | null;
+  /**
+   * With `predicate` alone (no type, archived or search filter): a key that names the predicate's
+   * answers. The flags it matches are then kept per list under that key, until the list changes
+   * or the key does, so that the next pages are a binary search and a slice, like an unfiltered
+   * list. The caller changes the key whenever any answer may have changed.
+   */
+  predicateKey?: string | null;
 }
 
 export interface IndexPage {
@@ -99,6 +106,8 @@ function upperBound(entries: readonly Entry[], name: string): number {
 /** Flags sorted by name, with their counts by (type, archived). */
 class SortedFlags {
   readonly entries: Entry[];
+  /** The entries matching a predicate, under its key (FlagFilter `predicateKey`); dropped on any change. */
+  memo: { key: string; entries: Entry[] } | null = null;
   /** By type: [active flags, archived flags]. */
   private readonly counts = new Map<string, [number, number]>();
 
@@ -122,6 +131,7 @@ class SortedFlags {
   put(e: Entry): Entry | undefined {
     const i = lowerBound(this.entries, e.name);
     const old = i < this.entries.length && this.entries[i].name === e.name ? this.entries[i] : undefined;
+    this.memo = null;
     if (old !== undefined) {
       this.count(old, -1);
       this.entries[i] = e;
@@ -137,6 +147,7 @@ class SortedFlags {
     const i = lowerBound(this.entries, name);
     if (i >= this.entries.length || this.entries[i].name !== name) return undefined;
     const old = this.entries[i];
+    this.memo = null;
     this.entries.splice(i, 1);
     this.count(old, -1);
     return old;
@@ -231,6 +242,18 @@ export class FlagIndex {
       const flags: Flag[] = new Array(Math.max(0, end - start));
       for (let i = start; i < end; i++) flags[i - start] = entries[i].flag;
       return { flags, total: entries.length, hasMore: end < entries.length };
+    }
+
+    const key = filter.predicateKey ?? null;
+    if (predicate !== null && key !== null && type === null && archived === null && search === null && list !== EMPTY) {
+      let memo = list.memo;
+      if (memo === null || memo.key !== key) list.memo = memo = { key, entries: entries.filter((e) => predicate(e.flag)) };
+      const kept = memo.entries;
+      const from = after === null ? 0 : upperBound(kept, after);
+      const end = Math.min(kept.length, from + max);
+      const flags: Flag[] = new Array(Math.max(0, end - from));
+      for (let i = from; i < end; i++) flags[i - from] = kept[i].flag;
+      return { flags, total: kept.length, hasMore: end < kept.length };
     }
 
     const matches = (e: Entry): boolean =>

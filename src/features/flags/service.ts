@@ -87,9 +87,11 @@ export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'quer
   const application = q.application ?? p.application;
   // The lifecycle status comes from the management actor's tracker (features/insights/tracker.ts).
   const lifecycle = q.status === null ? null : tracker();
-  const predicate = q.status === null || lifecycle === null ? null : lifecycle.statusFilter(p.orgId, q.status);
+  const now = Date.now();
+  const predicate = q.status === null || lifecycle === null ? null : lifecycle.statusFilter(p.orgId, q.status, now);
+  const predicateKey = q.status === null || lifecycle === null ? null : lifecycle.filterKey(p.orgId, q.status, now);
   return flagIndexOf(auth.snapshot).query(
-    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search, predicate },
+    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search, predicate, predicateKey },
     q.after,
     q.limit,
   );

@@ -66,6 +66,13 @@ class OrgLifecycle {
   usage = new Map<string, MutableUsage>();
   statuses = new Map<string, StatusEntry>();
   recorded = new Map<string, FlagStatus>();
+  /**
+   * Bumped whenever a status may have changed: a usage or settings change, a status computed
+   * anew, a status's validity running out (`nextExpiry`). The list's filter key carries it.
+   */
+  gen = 0;
+  /** The soonest `validUntil` of the statuses held (a time bound of the filter key). */
+  nextExpiry = Number.POSITIVE_INFINITY;
 }
 
 const emptyUsage = (): MutableUsage => ({ firstAt: null, lastAt: null, variantsLastAt: new Map(), stagesLastAt: new Map() });
@@ -173,17 +180,13 @@ export class LifecycleTracker {
       for (const [orgId, o] of this.orgs) {
         o.usage = new Map();
         o.statuses.clear();
+        o.gen++;
         o.recorded = recorded.get(orgId) ?? new Map();
       }
       for (const [orgId, m] of recorded) if (!this.orgs.has(orgId)) this.org(orgId).recorded = m;
       this.lastFullRead = start;
     }
-    for (const r of rows) {
-      const o = this.org(r.orgId);
-      let u = o.usage.get(r.flag);
-      if (u === undefined) o.usage.set(r.flag, (u = emptyUsage()));
-      if (merge(u, r)) o.statuses.delete(r.flag);
-    }
+    this.noteUsage(rows);
     this.lastRoundStart = start;
     await this.settleAll();
     const counts = this.counts();
@@ -194,12 +197,27 @@ export class LifecycleTracker {
     }
   }
 
-  private applySettings(orgId: string, s: InsightsSettings): void {
+  /** Merges usage rows into what this node has read (a round's reads). */
+  noteUsage(rows: Iterable<store.UsageRow>): void {
+    for (const r of rows) {
+      const o = this.org(r.orgId);
+      let u = o.usage.get(r.flag);
+      if (u === undefined) o.usage.set(r.flag, (u = emptyUsage()));
+      if (merge(u, r)) {
+        o.statuses.delete(r.flag);
+        o.gen++;
+      }
+    }
+  }
+
+  /** Settings read from the database or written on this node. */
+  applySettings(orgId: string, s: InsightsSettings): void {
     const o = this.org(orgId);
     if (JSON.stringify(s) === JSON.stringify(o.settings)) return;
     o.settings = s;
     o.ms = settingsMs(s);
     o.statuses.clear();
+    o.gen++;
   }
 
   /** Settings written on this node: in effect at once. */
@@ -233,14 +251,39 @@ export class LifecycleTracker {
       now,
     });
     const entry: StatusEntry = { ...r, flag, settings: o.ms };
+    if (e === undefined || e.status !== entry.status) o.gen++;
+    if (entry.validUntil < o.nextExpiry) o.nextExpiry = entry.validUntil;
     o.statuses.set(flag.name, entry);
     return entry;
   }
 
   /** A predicate for the flag list's `status` filter (one lookup per flag it is asked about). */
-  statusFilter(orgId: string, status: FlagStatus): (flag: Flag) => boolean {
-    const now = this.rt.now();
-    return (flag) => this.statusOf(orgId, flag, now).status === status;
+  statusFilter(orgId: string, status: FlagStatus, now = this.rt.now()): (flag: Flag) => boolean {
+    const o = this.org(orgId);
+    const statuses = o.statuses;
+    return (flag) => {
+      // The common case inline: one map lookup.
+      const e = statuses.get(flag.name);
+      if (e !== undefined && e.flag === flag && e.settings === o.ms && e.validUntil > now) return e.status === status;
+      return this.statusOf(orgId, flag, now).status === status;
+    };
+  }
+
+  /**
+   * The key of `statusFilter(orgId, status)`'s answers now (flag-index.ts `predicateKey`): it
+   * changes whenever a status may have, so that pages after the first come from the kept matches.
+   */
+  filterKey(orgId: string, status: FlagStatus, now = this.rt.now()): string {
+    const o = this.org(orgId);
+    if (now >= o.nextExpiry) {
+      // A status ran out of validity: every kept answer goes; the statuses that expired are
+      // computed again as the next scan asks for them (and lower `nextExpiry` again).
+      o.gen++;
+      let next = Number.POSITIVE_INFINITY;
+      for (const e of o.statuses.values()) if (e.validUntil > now && e.validUntil < next) next = e.validUntil;
+      o.nextExpiry = next;
+    }
+    return `${status}\n${o.gen}`;
   }
 
   /** The last evaluation per stage this node has read (the Cleanup page sorts by it). */

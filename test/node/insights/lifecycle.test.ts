@@ -12,7 +12,7 @@ import { gql } from '../../helpers/graphql.js';
 import { until } from '../../helpers/cluster.js';
 import type { TestNode } from '../../helpers/node.js';
 
-t.setTimeout(120_000);
+t.setTimeout(300_000);
 
 const ENV = { VEXIL_INSIGHTS_STATUS_MS: '100' };
 
@@ -22,8 +22,7 @@ async function orgId(n: TestNode, org: Org): Promise<string> {
 }
 
 /** Sets (or moves) the usage row of a flag, stage and variant: first and last evaluation `firstAgo` / `lastAgo` ms ago. */
-async function usage(n: TestNode, id: string, flag: string, stage: string, variant: string, firstAgo: number, lastAgo: number): Promise<void> {
-  const now = Date.now();
+async function usage(n: TestNode, id: string, flag: string, stage: string, variant: string, firstAgo: number, lastAgo: number, now = Date.now()): Promise<void> {
   await n.node.db.query(
     `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at) values ($1, $2, $3, $4, $5, $6)
      on conflict (org_id, flag_name, stage, variant) do update set first_at = excluded.first_at, last_at = excluded.last_at`,
@@ -124,49 +123,43 @@ t.test('flag lifecycle on one node', async (t) => {
     t.same(q.body.data, { insightsSettings: { unusedAfter: 'PT5S' } });
   });
 
-  t.test('every status and reason, at the edges, with durations of seconds', async (t) => {
+  t.test('every status and reason, with durations of seconds', async (t) => {
     const org = await createOrg(n);
     const id = await orgId(n, org);
-    // unusedAfter 3 s; operational flags grow old after 2 s; release never (null).
-    must(t, await settings(n, org.adminKey, { unusedAfter: 'PT3S', lifetimes: { release: null, operational: 'PT2S' } }), 200, 'settings');
+    // unusedAfter 10 s; operational flags grow old after 4 s; release never (null). Each case sets
+    // its flag's usage right before reading its status, with margins of seconds on either side
+    // (the exact edges are unit tested: test/unit/insights/lifecycle-pure.test.ts).
+    must(t, await settings(n, org.adminKey, { unusedAfter: 'PT10S', lifetimes: { release: null, operational: 'PT4S' } }), 200, 'settings');
     for (const f of ['fnew', 'factive', 'funused', 'fsingle', 'fshort', 'fgone']) must(t, await postFlag(n, org.adminKey, f), 201, f);
     must(t, await postFlag(n, org.adminKey, 'fage', { purpose: 'operational' }), 201, 'fage');
-    await usage(n, id, 'factive', 'development', 'on', 10_000, 0);
-    await usage(n, id, 'factive', 'production', 'off', 10_000, 500);
-    await usage(n, id, 'funused', 'production', 'on', 20_000, 3_500); // last 3.5 s ago > 3 s
-    await usage(n, id, 'fsingle', 'development', 'on', 10_000, 0); // one variant, history 10 s > 3 s
-    await usage(n, id, 'fsingle', 'production', 'on', 10_000, 100);
-    await usage(n, id, 'fsingle', 'production', 'off', 20_000, 4_000); // left the window
-    await usage(n, id, 'fshort', 'development', 'on', 1_000, 0); // one variant, but only 1 s of history
-    await usage(n, id, 'fage', 'development', 'on', 1_000, 0);
-    await usage(n, id, 'fage', 'development', 'off', 1_000, 0);
-    t.same(await statusOf(n, org.adminKey, 'fnew'), { status: 'new', reasons: [] });
-    t.same(await statusOf(n, org.adminKey, 'factive'), { status: 'active', reasons: [] });
-    t.same(await statusOf(n, org.adminKey, 'funused'), { status: 'unused', reasons: ['unused'] });
-    t.same(await statusOf(n, org.adminKey, 'fsingle'), { status: 'stale', reasons: ['singleVariant'] });
-    t.same(await statusOf(n, org.adminKey, 'fshort'), { status: 'active', reasons: [] }, 'history shorter than unusedAfter: not singleVariant');
-    t.same(await statusOf(n, org.adminKey, 'fage'), { status: 'active', reasons: [] }, 'younger than its lifetime');
+    const ageCreated = Date.now();
+    const expect = async (flag: string, rows: [stage: string, variant: string, firstAgo: number, lastAgo: number][], want: { status: string; reasons: string[] }, what: string) => {
+      for (const [stage, variant, first, last] of rows) await usage(n, id, flag, stage, variant, first, last);
+      t.same(await statusOf(n, org.adminKey, flag), want, what);
+    };
+    t.same(await statusOf(n, org.adminKey, 'fnew'), { status: 'new', reasons: [] }, 'never evaluated: new');
+    if (Date.now() - ageCreated < 3000) {
+      await expect('fage', [['development', 'on', 20_000, 0], ['development', 'off', 20_000, 0]], { status: 'active', reasons: [] }, 'younger than its lifetime: active');
+    }
+    await expect('factive', [['development', 'on', 20_000, 0], ['production', 'off', 20_000, 3_000]], { status: 'active', reasons: [] }, 'two variants: active');
+    await expect('funused', [['production', 'on', 60_000, 15_000]], { status: 'unused', reasons: ['unused'] }, 'nothing for 15 s: unused');
+    await expect('fsingle', [['development', 'on', 30_000, 0], ['production', 'on', 30_000, 1_000], ['production', 'off', 60_000, 15_000]], { status: 'stale', reasons: ['singleVariant'] }, 'one variant in every environment for the window: stale');
+    await expect('fshort', [['development', 'on', 3_000, 0]], { status: 'active', reasons: [] }, 'one variant, but history shorter than the window: active');
     // The list follows within a round or two.
-    await until(() => listed(n, org.adminKey, 'stale'), (l) => l.names.join() === 'fsingle', 3000, 50);
+    await until(() => listed(n, org.adminKey, 'stale'), (l) => l.names.join() === 'fsingle', 5000, 50);
     t.same((await listed(n, org.adminKey, 'unused')).names, ['funused']);
     t.same((await listed(n, org.adminKey, 'new')).names, ['fgone', 'fnew']);
-    // fshort turns singleVariant when its history covers the window (at 3 s); fage turns old at 2 s.
-    await sleep(2_100);
-    await usage(n, id, 'fage', 'development', 'on', 3_000, 0);
-    await usage(n, id, 'fage', 'development', 'off', 3_000, 0);
-    t.same(await statusOf(n, org.adminKey, 'fage'), { status: 'stale', reasons: ['age'] }, 'past its lifetime');
-    t.same(await statusOf(n, org.adminKey, 'fshort'), { status: 'stale', reasons: ['singleVariant'] }, 'its one variant for the whole window');
-    // Every reason at once: an old operational flag, one variant, not evaluated for unusedAfter.
-    await usage(n, id, 'fage', 'development', 'on', 10_000, 3_200);
-    await usage(n, id, 'fage', 'development', 'off', 10_000, 3_200);
-    t.same(await statusOf(n, org.adminKey, 'fage'), { status: 'unused', reasons: ['age', 'unused'] }, 'no variant in the window: not singleVariant');
-    await usage(n, id, 'fage', 'development', 'off', 10_000, 10_000);
-    await usage(n, id, 'fage', 'development', 'on', 10_000, 1_000);
-    t.same(await statusOf(n, org.adminKey, 'fage'), { status: 'stale', reasons: ['age', 'singleVariant'] });
+    t.same((await listed(n, org.adminKey, 'active')).names.filter((x) => x !== 'fage'), ['factive', 'fshort']);
+    // fage grows old at 4 s.
+    const wait = ageCreated + 4_200 - Date.now();
+    if (wait > 0) await sleep(wait);
+    await expect('fage', [['development', 'on', 20_000, 0], ['development', 'off', 20_000, 0]], { status: 'stale', reasons: ['age'] }, 'past its lifetime: stale (age)');
+    await expect('fage', [['development', 'on', 60_000, 12_000], ['development', 'off', 60_000, 12_000]], { status: 'unused', reasons: ['age', 'unused'] }, 'unused comes first; no variant in the window is not singleVariant');
+    await expect('fage', [['development', 'off', 60_000, 30_000], ['development', 'on', 60_000, 1_000]], { status: 'stale', reasons: ['age', 'singleVariant'] }, 'every stale reason');
     // A new flag stays new however old it is; its age still shows.
     must(t, await settings(n, org.adminKey, { lifetimes: { release: 'PT1S' } }), 200, 'release lifetime 1 s');
-    t.same(await statusOf(n, org.adminKey, 'fnew'), { status: 'new', reasons: ['age'] });
-    await until(() => listed(n, org.adminKey, 'new'), (l) => l.names.join() === 'fgone,fnew', 3000, 50);
+    t.same(await statusOf(n, org.adminKey, 'fnew'), { status: 'new', reasons: ['age'] }, 'new, with age');
+    await until(() => listed(n, org.adminKey, 'new'), (l) => l.names.join() === 'fgone,fnew', 5000, 50);
     // lastEvaluatedAt: every environment, null where never evaluated.
     const r = await insights(n, org.adminKey, 'fshort');
     t.same(Object.keys(r.body.lastEvaluatedAt).sort(), ['development', 'production']);
@@ -177,17 +170,21 @@ t.test('flag lifecycle on one node', async (t) => {
   t.test('exactly one flag.stale per turn, recorded once across rounds', async (t) => {
     const org = await createOrg(n);
     const id = await orgId(n, org);
-    must(t, await settings(n, org.adminKey, { unusedAfter: 'PT2S', lifetimes: { release: null } }), 200, 'settings');
+    must(t, await settings(n, org.adminKey, { unusedAfter: 'PT3S', lifetimes: { release: null } }), 200, 'settings');
     must(t, await postFlag(n, org.adminKey, 'turn'), 201, 'create');
+    // Both variants last evaluated at the same moment: otherwise, for the moments between their
+    // last evaluations, the window sees one variant only and the flag is stale (singleVariant)
+    // before it is unused, which is a turn (and an event) of its own.
     const use = async () => {
-      await usage(n, id, 'turn', 'production', 'on', 500, 0);
-      await usage(n, id, 'turn', 'production', 'off', 500, 0);
+      const now = Date.now();
+      await usage(n, id, 'turn', 'production', 'on', 500, 0, now);
+      await usage(n, id, 'turn', 'production', 'off', 500, 0, now);
     };
     await use();
     await until(() => statusOf(n, org.adminKey, 'turn'), (s) => s.status === 'active', 3000, 50);
     t.equal((await staleEvents(n, org.adminKey, 'turn')).length, 0, 'active: no event');
-    // Unused after 2 s without evaluations: one event, however many rounds pass.
-    await until(() => staleEvents(n, org.adminKey, 'turn'), (e) => e.length === 1, 5000, 100);
+    // Unused after 3 s without evaluations: one event, however many rounds pass.
+    await until(() => staleEvents(n, org.adminKey, 'turn'), (e) => e.length === 1, 10_000, 100);
     await sleep(600);
     const first = await staleEvents(n, org.adminKey, 'turn');
     t.equal(first.length, 1, `one event for the first turn: ${JSON.stringify(first.map((e) => [e.at, e.before, e.after]))}`);
@@ -198,8 +195,9 @@ t.test('flag lifecycle on one node', async (t) => {
     // Evaluated again: active (no event); unused again: a second event.
     await use();
     await until(() => n.node.db.query<{ status: string }>("select status from flag_lifecycle where flag_name = 'turn' and org_id = $1", [id]), (r) => r[0]?.status === 'active', 3000, 50);
-    t.equal((await staleEvents(n, org.adminKey, 'turn')).length, 1, 'turning active records no event');
-    await until(() => staleEvents(n, org.adminKey, 'turn'), (e) => e.length === 2, 5000, 100);
+    const afterActive = await staleEvents(n, org.adminKey, 'turn');
+    t.equal(afterActive.length, 1, `turning active records no event: ${JSON.stringify(afterActive.map((e) => [e.at, e.before, e.after]))}`);
+    await until(() => staleEvents(n, org.adminKey, 'turn'), (e) => e.length === 2, 10_000, 100);
     await sleep(600);
     t.equal((await staleEvents(n, org.adminKey, 'turn')).length, 2, 'one event per turn');
     // A decision made elsewhere (another node, a restart) is not repeated: the row says unused already.
