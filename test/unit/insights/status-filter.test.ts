@@ -63,6 +63,12 @@ t.test('?status= over 100,000 flags pages in milliseconds', async (t) => {
   // A change of usage changes the key: the answer is computed again, and right.
   tracker.noteUsage([{ orgId: 'o', flag: flags[0].name, stage: 'production', variant: 'on', firstAt: now - 1000, lastAt: now - 500 }]);
   t.equal(page('new', null).total, N / 5 - 1, 'a new flag evaluated is no longer new');
+  // A flag changed in the index (a new object, as a write makes) drops the kept matches.
+  const changed = { ...flags[5], purpose: 'killSwitch' as const };
+  index.set(changed);
+  t.equal(page('new', null).total, N / 5 - 1, 'still right after a change in the index');
+  index.delete(flags[10].name);
+  t.equal(page('new', null).total, N / 5 - 2, 'a deleted new flag is gone from the kept matches');
   // The same scan with a search (the other filter that reads every flag), for comparison.
   for (let i = 0; i < 5; i++) index.query({ application: null, type: null, archived: null, search: 'flag-', predicate: null }, null, 100);
   t0 = performance.now();
