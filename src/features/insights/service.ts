@@ -144,6 +144,6 @@ export async function putSettings(rt: ActorRuntime, auth: Authenticated, raw: un
     await store.writeSettings(tx, org.id, after);
     return { result: after, audit: orgChange('org.insights', org.name, before, after) };
   });
-  tracker()?.settingsChanged(p.orgId, saved);
+  tracker()?.settingsChanged();
   return saved;
 }

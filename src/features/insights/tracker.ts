@@ -220,9 +220,12 @@ export class LifecycleTracker {
     o.gen++;
   }
 
-  /** Settings written on this node: in effect at once. */
-  settingsChanged(orgId: string, s: InsightsSettings): void {
-    this.applySettings(orgId, s);
+  /**
+   * Settings written (committed) on this node: the next round reads them. Not applied from here:
+   * a round under way may have read the settings before the write, and applying both in turn
+   * could flip the statuses back and forth (and record turns twice).
+   */
+  settingsChanged(): void {
     void this.round();
   }
 

@@ -30,7 +30,6 @@ const flags: Flag[] = Array.from({ length: N }, (_, i) => ({
 t.test('?status= over 100,000 flags pages in milliseconds', async (t) => {
   const rt = { now: Date.now, config: { insightsStatusMs: 1000 }, log: { warn() {} } } as unknown as ActorRuntime;
   const tracker = new LifecycleTracker(rt);
-  tracker.settingsChanged = () => {}; // no database round
   tracker.applySettings('o', {
     lifetimes: { release: null, experiment: null, operational: 'PT1S', killSwitch: null, permission: null },
     unusedAfter: 'P7D',
