@@ -28,7 +28,6 @@
  */
 import type { AuditActor, Flag, FlagStatus, StatusReason } from '../../domain/types.js';
 import { FLAG_STATUSES } from '../../domain/types.js';
-import { sameName } from '../../domain/name-matching.js';
 import type { ActorRuntime } from '../../runtime.js';
 import { insertEvent } from '../audit/store.js';
 import { DEFAULT_SETTINGS, normaliseSettings, settingsMs, type InsightsSettings, type SettingsMs } from './settings.js';
@@ -49,8 +48,6 @@ interface MutableUsage {
   firstAt: number | null;
   lastAt: number | null;
   variantsLastAt: Map<string, number>;
-  /** Last evaluation per stage. */
-  stagesLastAt: Map<string, number>;
 }
 
 interface StatusEntry extends FlagStatusResult {
@@ -75,7 +72,7 @@ class OrgLifecycle {
   nextExpiry = Number.POSITIVE_INFINITY;
 }
 
-const emptyUsage = (): MutableUsage => ({ firstAt: null, lastAt: null, variantsLastAt: new Map(), stagesLastAt: new Map() });
+const emptyUsage = (): MutableUsage => ({ firstAt: null, lastAt: null, variantsLastAt: new Map() });
 
 function merge(u: MutableUsage, r: store.UsageRow): boolean {
   let changed = false;
@@ -83,8 +80,6 @@ function merge(u: MutableUsage, r: store.UsageRow): boolean {
   if (u.lastAt === null || r.lastAt > u.lastAt) (u.lastAt = r.lastAt), (changed = true);
   const v = u.variantsLastAt.get(r.variant);
   if (v === undefined || r.lastAt > v) u.variantsLastAt.set(r.variant, r.lastAt), (changed = true);
-  const s = u.stagesLastAt.get(r.stage);
-  if (s === undefined || r.lastAt > s) u.stagesLastAt.set(r.stage, r.lastAt);
   return changed;
 }
 
@@ -229,14 +224,6 @@ export class LifecycleTracker {
     void this.round();
   }
 
-  settingsOf(orgId: string): InsightsSettings {
-    return this.orgs.get(orgId)?.settings ?? DEFAULT_SETTINGS;
-  }
-
-  settingsMsOf(orgId: string): SettingsMs {
-    return this.orgs.get(orgId)?.ms ?? settingsMs(DEFAULT_SETTINGS);
-  }
-
   /**
    * The flag's status now, from what this node has read: computed again only when the flag, the
    * settings or its usage changed, or its `validUntil` passed (a map lookup otherwise).
@@ -287,11 +274,6 @@ export class LifecycleTracker {
       o.nextExpiry = next;
     }
     return `${status}\n${o.gen}`;
-  }
-
-  /** The last evaluation per stage this node has read (the Cleanup page sorts by it). */
-  lastEvaluatedAt(orgId: string, flagName: string): number | null {
-    return this.orgs.get(orgId)?.usage.get(flagName)?.lastAt ?? null;
   }
 
   /** Flags by status in each loaded organization (`vexil_flags{status}`). */
@@ -356,15 +338,6 @@ export class LifecycleTracker {
       }
       o.recorded.set(flag.name, next.status);
     });
-  }
-
-  /** Last evaluation per stage of the flag, from what this node has read. */
-  stagesLastAt(orgId: string, flagName: string, stage: string): number | null {
-    const u = this.orgs.get(orgId)?.usage.get(flagName);
-    if (u === undefined) return null;
-    let best: number | null = null;
-    for (const [s, t] of u.stagesLastAt) if (sameName(s, stage) && (best === null || t > best)) best = t;
-    return best;
   }
 }
 
