@@ -108,6 +108,8 @@ const schema = z.object({
   VEXIL_INSIGHTS: z.enum(['on', 'off']).default('on'),
   VEXIL_INSIGHTS_FLUSH_MS: intIn(50, 10_000).default(10_000),
   VEXIL_INSIGHTS_MAX_PENDING: intIn(1000, 10_000_000).default(1_000_000),
+  // Flag statuses (docs/insights.md, "Lifecycle"): how often the management actor recomputes them.
+  VEXIL_INSIGHTS_STATUS_MS: intIn(50, 60_000).default(1000),
 });
 
 export interface Config {
@@ -194,6 +196,8 @@ export interface Config {
   insightsFlushMs: number;
   /** VEXIL_INSIGHTS_MAX_PENDING: distinct counters held between two writes, at most. */
   insightsMaxPending: number;
+  /** How often the management actor reads usage and recomputes flag statuses (docs/insights.md, "Lifecycle"). */
+  insightsStatusMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -268,5 +272,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     insights: e.VEXIL_INSIGHTS === 'on',
     insightsFlushMs: e.VEXIL_INSIGHTS_FLUSH_MS,
     insightsMaxPending: e.VEXIL_INSIGHTS_MAX_PENDING,
+    insightsStatusMs: e.VEXIL_INSIGHTS_STATUS_MS,
   };
 }

@@ -32,6 +32,12 @@ export interface Flag {
   variants: Variant[];
   environments: string[];
   dependencies: FlagDependency[];
+  /**
+   * What the flag is for: sets its expected lifetime (docs/insights.md, "Lifecycle"). The stores
+   * and APIs always fill it (default `release`); flags decoded from a feed (which leaves it out,
+   * evaluation does not need it) and built in code lack it.
+   */
+  purpose?: FlagPurpose;
   createdAt: string; // ISO 8601
   updatedAt: string; // ISO 8601
 }
@@ -187,6 +193,8 @@ export const AUDIT_ACTIONS = [
   'schedule.create',
   'schedule.cancel',
   'org.policy',
+  'flag.stale',
+  'org.insights',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -194,7 +202,7 @@ export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment'] as 
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
-export type AuditActor = { keyId: string; keyName: string } | { operator: true };
+export type AuditActor = { keyId: string; keyName: string } | { operator: true } | { system: true };
 
 /** A key's `name` is its id; a configuration's target is its flag with `stage` and `clientId`. */
 export interface AuditTarget {
@@ -244,3 +252,14 @@ export interface Schedule {
   appliedAt: string | null;
   error: string | null;
 }
+
+// ---- flag insights: lifecycle (docs/insights.md, "Lifecycle") ---------------------------------------
+
+export const FLAG_PURPOSES = ['release', 'experiment', 'operational', 'killSwitch', 'permission'] as const;
+export type FlagPurpose = (typeof FLAG_PURPOSES)[number];
+
+export const FLAG_STATUSES = ['new', 'unused', 'stale', 'active'] as const;
+export type FlagStatus = (typeof FLAG_STATUSES)[number];
+
+export const STATUS_REASONS = ['age', 'unused', 'singleVariant'] as const;
+export type StatusReason = (typeof STATUS_REASONS)[number];

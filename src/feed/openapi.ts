@@ -26,7 +26,7 @@ registerSchemas({
           .meta({ description: 'The kill-switch rules that can match a flag of the feed in its stage, in order' }),
       }),
       flags: z
-        .array(z.object({ flag: FlagSchema, configs: z.array(FlagConfigSchema) }))
+        .array(z.object({ flag: FlagSchema.omit({ purpose: true }), configs: z.array(FlagConfigSchema) }))
         .meta({ description: "The application's flags and the parents of their dependencies, with their configurations for the stage, by name" }),
       segments: z.array(SegmentSchema).meta({ description: 'The segments their rules name, by name' }),
     })

@@ -22,6 +22,7 @@ import { policyResolvers } from '../features/policies/graphql.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
+import { addInsightsResolvers } from '../features/insights/graphql-resolvers.js';
 import { authFor, evaluate, evaluationInput, withVars, type Args, type EvaluateArgs, type GraphQLContext, type Resolver } from './evaluation-resolvers.js';
 
 /** The node's services, for a management field (never in an evaluation worker). */
@@ -136,3 +137,4 @@ Object.assign(Mutation, policyResolvers.Mutation);
 
 /** Every field: the schema the management actor executes with. */
 export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };
+addInsightsResolvers(resolvers);

@@ -41,6 +41,7 @@ import {
 } from 'graphql';
 import { parseDateTime } from '../domain/validation.js';
 import { VexilError } from '../domain/errors.js';
+import { insightsTypeDefs } from '../features/insights/graphql.js';
 
 /** Audit log (docs/audit.md): the same rules as REST GET /api/audit. */
 const auditTypeDefs = /* GraphQL */ `
@@ -222,7 +223,7 @@ type FlagConnection {
 }
 extend type Query {
   """One page of flags: first 1-1000; after, search, application, type, archived as for flags."""
-  flagConnection(first: Int!, after: String, search: String, application: String, type: String, archived: Boolean): FlagConnection
+  flagConnection(first: Int!, after: String, search: String, application: String, type: String, archived: Boolean, status: String): FlagConnection
 }
 `;
 
@@ -300,7 +301,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + insightsTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
+import { LifecycleTracker, setTracker, tracker } from '../features/insights/tracker.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
 import { snapshotSource } from '../features/snapshot-source.js';
@@ -266,6 +267,10 @@ export class ManagementActorMain {
         now: Date.now,
       };
       this.routes = managementHandlers(this.rt);
+      // Flag statuses (features/insights/tracker.ts): known before the first request.
+      const lifecycle = new LifecycleTracker(this.rt, (counts) => this.post({ t: 'statuses', counts }));
+      setTracker(lifecycle);
+      await lifecycle.start();
       // The replica is warm before the first request, like the front's.
       for (const orgId of (await orgVersions(db)).keys()) await snapshots.get(orgId);
       this.markStarted();
@@ -475,6 +480,7 @@ export class ManagementActorMain {
     if (this.closing) return;
     this.closing = true;
     this.runner?.stop();
+    tracker()?.stop();
     try {
       // A graceful stop writes the last counts (the front posted its own before `close`).
       await this.insights.stop?.().catch(() => {});

@@ -66,6 +66,10 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   key('get', '/api/flags/:name/schedules'),
   key('post', '/api/flags/:name/schedules'),
   key('del', '/api/flags/:name/schedules/:id'),
+  // Flag insights, lifecycle (docs/insights.md, "Lifecycle").
+  key('get', '/api/flags/:name/insights'),
+  key('get', '/api/insights/settings'),
+  key('put', '/api/insights/settings'),
   // Management Keys (docs/api.md#key-management); `self` before the `:id` patterns.
   key('post', '/api/keys'),
   key('get', '/api/keys'),

@@ -79,6 +79,8 @@ export class ManagementActor {
   private kind: 'pglite' | 'postgres' = 'pglite';
   private readonly log: Logger;
   /** Statements the actor ran to read snapshot data, by kind, since this node started (vexil_snapshot_reads_total). */
+  /** Flags by lifecycle status per organization, as the actor last counted them (`vexil_flags`). */
+  flagStatuses: readonly { orgName: string; counts: Record<string, number> }[] = [];
   readonly snapshotReads = new Map<SnapshotReadKind, number>([
     ['changes', 0],
     ['organization', 0],
@@ -203,6 +205,9 @@ export class ManagementActor {
         return;
       case 'read':
         this.snapshotReads.set(m.kind, (this.snapshotReads.get(m.kind) ?? 0) + 1);
+        return;
+      case 'statuses':
+        this.flagStatuses = m.counts;
         return;
       case 'synced':
         this.settle(m.id, m.error, undefined);

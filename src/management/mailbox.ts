@@ -142,6 +142,8 @@ export type FromActor =
   | { t: 'key'; hash: string; key: ManagementKey }
   /** The replica ran a statement to read snapshot data. */
   | { t: 'read'; kind: SnapshotReadKind }
+  /** Flags by lifecycle status per organization, after a status round that changed them (features/insights/tracker.ts). */
+  | { t: 'statuses'; counts: { orgName: string; counts: Record<string, number> }[] }
   /** A `change` or `load` is done: the updates it caused were posted before this. */
   | { t: 'synced'; id: number; error?: ErrorData }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { KEY_RE } from '../domain/input-formats.js';
-import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES, PERMISSIONS, REASON_CODES, VALUE_TYPES } from '../domain/types.js';
+import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES, FLAG_PURPOSES, PERMISSIONS, REASON_CODES, VALUE_TYPES } from '../domain/types.js';
 import {
   auditQuerySchema,
   flagListQuerySchema,
@@ -31,6 +31,7 @@ export const FlagSchema = z.object({
   variants: z.array(VariantSchema),
   environments: z.array(z.string()),
   dependencies: z.array(z.object({ flag: z.string(), variants: z.array(z.string()).nullable() })),
+  purpose: z.enum(FLAG_PURPOSES).meta({ description: 'Sets the expected lifetime (docs/insights.md, "Lifecycle"); default release' }),
   createdAt: dateTime,
   updatedAt: dateTime,
 });

@@ -25,6 +25,8 @@ export interface GaugeSources {
   busRejected(): ReadonlyMap<string, number>;
   /** Statements the node ran to read snapshot data since start, by kind (registry.ts `SnapshotReadKind`). */
   snapshotReads(): ReadonlyMap<string, number>;
+  /** Flags by lifecycle status per organization (docs/insights.md, "Lifecycle"). */
+  flagStatuses?(): readonly { orgName: string; counts: Record<string, number> }[];
 }
 
 interface ExportedValue {
@@ -153,6 +155,19 @@ export class NodeMetrics {
         }
       },
     });
+    const flagStatuses = sources.flagStatuses;
+    if (flagStatuses !== undefined) {
+      new Gauge({
+        name: 'vexil_flags',
+        help: 'Flags by lifecycle status (new, unused, stale, active) per organization, as this node computes them',
+        labelNames: ['organization', 'status'],
+        registers,
+        collect() {
+          this.reset();
+          for (const o of flagStatuses()) for (const [status, n] of Object.entries(o.counts)) this.labels(o.orgName, status).set(n);
+        },
+      });
+    }
     gauge('vexil_eval_pool_queue_depth', 'Evaluations handed to the worker pool and not yet answered', sources.queueDepth);
     gauge('vexil_cluster_nodes', 'Nodes this node sees on the cluster bus, itself included', sources.clusterNodes);
     gauge('vexil_bus_connected', '1 while the cluster bus (NATS) is connected or local, else 0', () => (sources.busConnected() ? 1 : 0));

@@ -35,6 +35,18 @@ export interface FlagFilter {
   archived: boolean | null;
   /** Lower-cased search text: a substring of the name, the description or a tag. */
   search: string | null;
+  /**
+   * Any other test of a flag (the lifecycle status, features/insights/tracker.ts): like a search,
+   * asked of every flag of the list once per query. Absent or null: none.
+   */
+  predicate?: ((flag: Flag) => boolean) | null;
+  /**
+   * With `predicate` alone (no type, archived or search filter): a key that names the predicate's
+   * answers. The flags it matches are then kept per list under that key, until the list changes
+   * or the key does, so that the next pages are a binary search and a slice, like an unfiltered
+   * list. The caller changes the key whenever any answer may have changed.
+   */
+  predicateKey?: string | null;
 }
 
 export interface IndexPage {
@@ -94,6 +106,8 @@ function upperBound(entries: readonly Entry[], name: string): number {
 /** Flags sorted by name, with their counts by (type, archived). */
 class SortedFlags {
   readonly entries: Entry[];
+  /** The entries matching a predicate, under its key (FlagFilter `predicateKey`); dropped on any change. */
+  memo: { key: string; entries: Entry[] } | null = null;
   /** By type: [active flags, archived flags]. */
   private readonly counts = new Map<string, [number, number]>();
 
@@ -117,6 +131,7 @@ class SortedFlags {
   put(e: Entry): Entry | undefined {
     const i = lowerBound(this.entries, e.name);
     const old = i < this.entries.length && this.entries[i].name === e.name ? this.entries[i] : undefined;
+    this.memo = null;
     if (old !== undefined) {
       this.count(old, -1);
       this.entries[i] = e;
@@ -132,6 +147,7 @@ class SortedFlags {
     const i = lowerBound(this.entries, name);
     if (i >= this.entries.length || this.entries[i].name !== name) return undefined;
     const old = this.entries[i];
+    this.memo = null;
     this.entries.splice(i, 1);
     this.count(old, -1);
     return old;
@@ -219,21 +235,35 @@ export class FlagIndex {
     const start = after === null ? 0 : upperBound(entries, after);
     const max = limit ?? Number.POSITIVE_INFINITY;
     const { type, archived, search } = filter;
+    const predicate = filter.predicate ?? null;
 
-    if (type === null && archived === null && search === null) {
+    if (type === null && archived === null && search === null && predicate === null) {
       const end = Math.min(entries.length, start + max);
       const flags: Flag[] = new Array(Math.max(0, end - start));
       for (let i = start; i < end; i++) flags[i - start] = entries[i].flag;
       return { flags, total: entries.length, hasMore: end < entries.length };
     }
 
+    const key = filter.predicateKey ?? null;
+    if (predicate !== null && key !== null && type === null && archived === null && search === null && list !== EMPTY) {
+      let memo = list.memo;
+      if (memo === null || memo.key !== key) list.memo = memo = { key, entries: entries.filter((e) => predicate(e.flag)) };
+      const kept = memo.entries;
+      const from = after === null ? 0 : upperBound(kept, after);
+      const end = Math.min(kept.length, from + max);
+      const flags: Flag[] = new Array(Math.max(0, end - from));
+      for (let i = from; i < end; i++) flags[i - from] = kept[i].flag;
+      return { flags, total: kept.length, hasMore: end < kept.length };
+    }
+
     const matches = (e: Entry): boolean =>
       (type === null || e.flag.type === type) &&
       (archived === null || e.flag.isArchived === archived) &&
-      (search === null || e.searchText.includes(search));
+      (search === null || e.searchText.includes(search)) &&
+      (predicate === null || predicate(e.flag));
 
     const flags: Flag[] = [];
-    if (search === null) {
+    if (search === null && predicate === null) {
       // The total comes from the counts; scan only as far as the page and one match beyond it.
       for (let i = start; i < entries.length; i++) {
         if (!matches(entries[i])) continue;
@@ -243,7 +273,7 @@ export class FlagIndex {
       return { flags, total: list.countOf(type, archived), hasMore: false };
     }
 
-    // A search counts its matches over the whole list, and collects the page on the way.
+    // A search (or a predicate) counts its matches over the whole list, and collects the page on the way.
     let total = 0;
     let hasMore = false;
     for (let i = 0; i < entries.length; i++) {

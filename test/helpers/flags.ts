@@ -160,6 +160,7 @@ export const FLAG_FIELDS = [
   'isArchived',
   'name',
   'project',
+  'purpose',
   'tags',
   'type',
   'updatedAt',

@@ -67,5 +67,5 @@ export function expectProblem(t: Asserts, res: Res, status: number, code: string
   t.match(res.body, { type: String, title: String, status, detail: String, code }, `${at}: problem body ${code}`);
 }
 
-export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } createdAt updatedAt`;
+export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } purpose createdAt updatedAt`;
 export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPercentage rules { id priority conditions { field operator value } segments allocations { variantKey percentage } } activeFrom activeUntil enrollmentCutoff`;

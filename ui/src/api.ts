@@ -128,7 +128,7 @@ export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPe
   rules { id priority conditions { field operator value } segments allocations { variantKey percentage } }
   activeFrom activeUntil enrollmentCutoff`;
 export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType }
-  environments dependencies { flag variants } createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
+  environments dependencies { flag variants } purpose createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
 /** Segments (docs/api.md, "Segments"). */
 export const SEGMENT_FIELDS = 'name description application conditions { field operator value } createdAt updatedAt';

@@ -11,6 +11,7 @@ import { KeysPage } from './pages/keys';
 import { SegmentsPage } from './pages/segments';
 import { OrganizationPage } from './pages/organization';
 import { AuditPage } from './pages/audit';
+import { CleanupPage } from './pages/cleanup';
 import { KEY_RE } from '../../src/domain/input-formats';
 
 interface OrgData {
@@ -85,6 +86,7 @@ function Nav({ s, path, onSignOut }: { s: Session; path: string; onSignOut: () =
   const links: [string, string, boolean][] = [
     ['Flags', '', s.can.read],
     ['Segments', 'segments', s.can.read],
+    ['Cleanup', 'cleanup', s.can.read],
     ['Keys', 'keys', s.can.admin],
     ['Organization', 'organization', s.can.read],
     ['Audit log', 'audit', s.can.read && s.hasAudit],
@@ -135,6 +137,7 @@ function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq:
   if (parts[0] === 'keys') return <KeysPage />;
   if (parts[0] === 'segments') return <SegmentsPage />;
   if (parts[0] === 'organization') return <OrganizationPage />;
+  if (parts[0] === 'cleanup') return <CleanupPage />;
   if (parts[0] === 'audit' && s.hasAudit) return <AuditPage flag={query.get('flag') ?? ''} />;
   // Keyed by the navigation: each visit starts from its URL and history entry (back returns to the
   // page, search and filters the person left).

@@ -15,7 +15,7 @@
  * An empty search is no search.
  */
 import { z } from 'zod';
-import { VALUE_TYPES, type ValueType } from '../types.js';
+import { FLAG_STATUSES, VALUE_TYPES, type FlagStatus, type ValueType } from '../types.js';
 import { badRequest } from '../errors.js';
 import { flagName, isPlainObject, name, parseInput } from './common.js';
 
@@ -34,6 +34,8 @@ export interface FlagListQuery {
   application: string | null;
   type: ValueType | null;
   archived: boolean | null;
+  /** Lifecycle status (docs/insights.md, "Lifecycle"); null: any. */
+  status: FlagStatus | null;
 }
 
 /** An integer given as a number (GraphQL) or as decimal digits (a query string). */
@@ -67,6 +69,7 @@ export const flagListQuerySchema = z.strictObject({
   application: name.optional().meta({ description: 'Only flags of this application (case-insensitive). Within an application-scoped key, another application matches nothing.' }),
   type: flagType.optional().meta({ description: 'Only flags of this type.' }),
   archived: booleanText.optional().meta({ description: '`true`: only archived flags; `false`: only active ones; absent: both.' }),
+  status: z.enum(FLAG_STATUSES).optional().meta({ description: 'Only flags of this lifecycle status: new, unused, stale or active (docs/insights.md, "Lifecycle").' }),
 });
 
 /** The GraphQL arguments of `flags` and `flagConnection`. */
@@ -77,6 +80,7 @@ const flagListArgsSchema = z.strictObject({
   application: name.nullish(),
   type: flagType.nullish(),
   archived: z.boolean().nullish(),
+  status: z.enum(FLAG_STATUSES).nullish(),
 });
 
 const lowerOrNull = (s: string | null | undefined): string | null => (s == null || s === '' ? null : s.toLowerCase());
@@ -97,6 +101,7 @@ export function parseFlagListQuery(data: unknown): FlagListQuery {
     application: p.application ?? null,
     type: p.type ?? null,
     archived: p.archived ?? null,
+    status: p.status ?? null,
   };
 }
 
@@ -110,5 +115,6 @@ export function parseFlagListArgs(data: unknown): FlagListQuery {
     application: p.application ?? null,
     type: p.type ?? null,
     archived: p.archived ?? null,
+    status: p.status ?? null,
   };
 }

@@ -1,7 +1,7 @@
 /** Flag create / update bodies, their variants and dependencies. */
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
-import { VALUE_TYPES, type ValueType, type Variant } from '../types.js';
+import { FLAG_PURPOSES, VALUE_TYPES, type FlagPurpose, type ValueType, type Variant } from '../types.js';
 import {
   DESCRIPTION_MAX,
   EXPECTED,
@@ -42,6 +42,8 @@ export interface CreateFlagInput {
   /** Absent: the flag uses every environment of its organization. */
   environments?: string[];
   dependencies?: FlagDependencyInput[];
+  /** Absent: `release`. */
+  purpose?: FlagPurpose;
 }
 
 export interface UpdateFlagInput {
@@ -51,6 +53,7 @@ export interface UpdateFlagInput {
   variants?: VariantInput[];
   isArchived?: boolean;
   dependencies?: FlagDependencyInput[];
+  purpose?: FlagPurpose;
 }
 
 const variantSchema = z.strictObject({
@@ -73,6 +76,7 @@ export const createFlagSchema = z.strictObject({
   variants: z.array(variantSchema),
   environments: optionalNonNull(z.array(name)),
   dependencies: optionalNonNull(z.array(dependencySchema)),
+  purpose: optionalNonNull(z.enum(FLAG_PURPOSES)),
 });
 
 export const updateFlagSchema = z.strictObject({
@@ -82,6 +86,7 @@ export const updateFlagSchema = z.strictObject({
   variants: optionalNonNull(z.array(variantSchema)),
   isArchived: optionalNonNull(z.boolean()),
   dependencies: optionalNonNull(z.array(dependencySchema)),
+  purpose: optionalNonNull(z.enum(FLAG_PURPOSES)),
 });
 
 function normaliseDependencies(
@@ -116,6 +121,7 @@ export function parseCreateFlag(data: unknown, limits: TenancyLimits = DEFAULT_T
     tags: p.tags == null ? [] : dedupe(p.tags),
     variants: validateVariants(p.type, p.variants),
     dependencies: p.dependencies == null ? [] : normaliseDependencies(p.dependencies, p.name),
+    purpose: p.purpose ?? 'release',
   };
   if (p.environments != null) {
     assertUniqueCI(p.environments, 'environments');
@@ -140,6 +146,7 @@ export function parseUpdateFlag(data: unknown, limits: TenancyLimits = DEFAULT_T
   if (p.variants != null) out.variants = p.type != null ? validateVariants(p.type, p.variants) : checkVariantKeys(p.variants);
   if (p.isArchived != null) out.isArchived = p.isArchived;
   if (p.dependencies != null) out.dependencies = normaliseDependencies(p.dependencies, null);
+  if (p.purpose != null) out.purpose = p.purpose;
   return out;
 }
 

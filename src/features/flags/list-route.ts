@@ -33,7 +33,9 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
   requirePermission(auth.principal, 'CanRead');
   const host = inc.headers.host ?? '';
   const key = listCacheKey(auth.principal.orgId, auth.snapshot.org.version, auth.principal.application, inc.query, host);
-  const cached = largeLists.get(key);
+  // A status filter's answer changes with time and counts, not only with the version: never kept.
+  const cacheable = !/(^|&)status=/.test(inc.query);
+  const cached = cacheable ? largeLists.get(key) : null;
   if (cached !== null) return { status: 200, raw: cached.body, headers: cached.headers };
   const params = queryObject(inc.query);
   const page = listFlagPage(auth, params);
@@ -50,7 +52,7 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
     throw err;
   }
   const raw = typeof body === 'string' ? Buffer.from(body) : body!;
-  largeLists.offer(key, { headers, body: raw });
+  if (cacheable) largeLists.offer(key, { headers, body: raw });
   return { status: 200, raw, headers };
 }
 

@@ -43,6 +43,7 @@ import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
 import { cancelPendingSchedules } from '../schedules/store.js';
+import { tracker } from '../insights/tracker.js';
 import { actorOf, writeOrg } from '../write.js';
 import { flagEffect, guardWrite } from '../policies/guard.js';
 import * as store from './store.js';
@@ -85,8 +86,13 @@ export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'quer
   // The key's scope and the filter both name an application: another one matches nothing.
   if (q.application !== null && !inApplicationScope(p, q.application)) return NO_FLAGS;
   const application = q.application ?? p.application;
+  // The lifecycle status comes from the management actor's tracker (features/insights/tracker.ts).
+  const lifecycle = q.status === null ? null : tracker();
+  const now = Date.now();
+  const predicate = q.status === null || lifecycle === null ? null : lifecycle.statusFilter(p.orgId, q.status, now);
+  const predicateKey = q.status === null || lifecycle === null ? null : lifecycle.filterKey(p.orgId, q.status, now);
   return flagIndexOf(auth.snapshot).query(
-    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search },
+    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search, predicate, predicateKey },
     q.after,
     q.limit,
   );
@@ -220,6 +226,7 @@ export async function createFlag(rt: ActorRuntime, auth: Authenticated, raw: unk
       variants,
       environments,
       dependencies,
+      purpose: input.purpose ?? 'release',
     });
     return { result: flag, audit: flagChange('flag.create', null, flag) };
   });
@@ -263,6 +270,7 @@ export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: st
       description: input.description !== undefined ? input.description : cur.description,
       tags: input.tags ?? cur.tags,
       isArchived: input.isArchived ?? cur.isArchived,
+      purpose: input.purpose ?? cur.purpose,
     });
     return { result: saved!, audit: flagChange(action, cur, saved) };
   });

@@ -1,5 +1,5 @@
 /** SQL for flags and their stage configurations. */
-import type { Flag, FlagConfig, FlagDependency, Rule, ValueType, Variant } from '../../domain/types.js';
+import type { Flag, FlagConfig, FlagDependency, FlagPurpose, Rule, ValueType, Variant } from '../../domain/types.js';
 import { iso, json, type Queryable } from '../../storage/database.js';
 
 export interface FlagRow {
@@ -12,6 +12,7 @@ export interface FlagRow {
   variants: Variant[];
   environments: string[];
   dependencies: FlagDependency[];
+  purpose: FlagPurpose;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -29,7 +30,7 @@ export interface ConfigRow {
   enrollment_cutoff: number | null;
 }
 
-export const FLAG_COLUMNS = 'name, project, type, description, tags, is_archived, variants, environments, dependencies, created_at, updated_at';
+export const FLAG_COLUMNS = 'name, project, type, description, tags, is_archived, variants, environments, dependencies, purpose, created_at, updated_at';
 export const CONFIG_COLUMNS = 'flag_name, stage, client_id, enabled, default_variant_key, rollout_percentage, rules, active_from, active_until, enrollment_cutoff';
 
 export const toFlag = (r: FlagRow): Flag => ({
@@ -42,6 +43,8 @@ export const toFlag = (r: FlagRow): Flag => ({
   variants: r.variants.map((v) => ({ key: v.key, value: v.value, valueType: v.valueType })),
   environments: r.environments,
   dependencies: r.dependencies,
+  // Rows read before migration 011 (none after it) have no purpose.
+  purpose: r.purpose ?? 'release',
   createdAt: iso(r.created_at)!,
   updatedAt: iso(r.updated_at)!,
 });
@@ -72,9 +75,9 @@ export type NewFlag = Omit<Flag, 'createdAt' | 'updatedAt'>;
 
 export async function insertFlag(q: Queryable, orgId: string, f: NewFlag): Promise<Flag> {
   const rows = await q.query<FlagRow>(
-    `insert into flags (org_id, name, project, type, description, tags, is_archived, variants, environments, dependencies)
-     values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9::jsonb, $10::jsonb) returning ${FLAG_COLUMNS}`,
-    [orgId, f.name, f.project, f.type, f.description, json(f.tags), f.isArchived, json(f.variants), json(f.environments), json(f.dependencies)],
+    `insert into flags (org_id, name, project, type, description, tags, is_archived, variants, environments, dependencies, purpose)
+     values ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11) returning ${FLAG_COLUMNS}`,
+    [orgId, f.name, f.project, f.type, f.description, json(f.tags), f.isArchived, json(f.variants), json(f.environments), json(f.dependencies), f.purpose],
   );
   return toFlag(rows[0]);
 }
@@ -83,9 +86,9 @@ export async function insertFlag(q: Queryable, orgId: string, f: NewFlag): Promi
 export async function saveFlag(q: Queryable, orgId: string, f: NewFlag): Promise<Flag | null> {
   const rows = await q.query<FlagRow>(
     `update flags set project = $3, type = $4, description = $5, tags = $6::jsonb, is_archived = $7,
-       variants = $8::jsonb, environments = $9::jsonb, dependencies = $10::jsonb, updated_at = now()
+       variants = $8::jsonb, environments = $9::jsonb, dependencies = $10::jsonb, purpose = $11, updated_at = now()
      where org_id = $1 and name = $2 returning ${FLAG_COLUMNS}`,
-    [orgId, f.name, f.project, f.type, f.description, json(f.tags), f.isArchived, json(f.variants), json(f.environments), json(f.dependencies)],
+    [orgId, f.name, f.project, f.type, f.description, json(f.tags), f.isArchived, json(f.variants), json(f.environments), json(f.dependencies), f.purpose],
   );
   return rows.length === 0 ? null : toFlag(rows[0]);
 }

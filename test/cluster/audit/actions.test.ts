@@ -154,7 +154,7 @@ async function scenario(t: T, n: TestNode): Promise<void> {
     t.same(ev.actor, adminActor, `${what}: actor`);
     return { ev, data: body };
   };
-  const FLAG = 'name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } createdAt updatedAt';
+  const FLAG = 'name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } purpose createdAt updatedAt';
   const CONFIG = 'stage clientId enabled defaultVariantKey rolloutPercentage rules { id priority conditions { field operator value } allocations { variantKey percentage } } activeFrom activeUntil enrollmentCutoff';
 
   let g = await mutate('createFlag', `mutation { createFlag(input: {name: "banner", project: "mobile", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { ${FLAG} } }`);

@@ -481,6 +481,30 @@ t.test('scheduled changes: scheduleFlagChange, Flag.schedules, cancelSchedule, A
   t.same(log.body.data?.auditLog, [{ action: 'schedule.cancel', scheduleId: null }], 'only a scheduled change names its schedule');
 });
 
+t.test('flag insights, lifecycle: purpose, Flag.insights, insightsSettings, setInsightsSettings, flagConnection(status:)', async (t) => {
+  const made = await gql(n, admin, `mutation {
+    createFlag(input: {name: "lifecycle", project: "default", type: "boolean", purpose: "experiment", variants: [{key: "on", value: true, valueType: "boolean"}]}) { purpose }
+    updateFlag(name: "lifecycle", input: {purpose: "permission"}) { purpose }
+    setInsightsSettings(input: {unusedAfter: "P3D", lifetimes: {release: "P30D", experiment: "P30D", operational: "P1D", killSwitch: null, permission: null}}) {
+      unusedAfter lifetimes { release experiment operational killSwitch permission }
+    }
+  }`);
+  t.same(made.body.data, {
+    createFlag: { purpose: 'experiment' },
+    updateFlag: { purpose: 'permission' },
+    setInsightsSettings: { unusedAfter: 'P3D', lifetimes: { release: 'P30D', experiment: 'P30D', operational: 'P1D', killSwitch: null, permission: null } },
+  });
+  const read = await gql(n, admin, `{
+    insightsSettings { unusedAfter }
+    flag(name: "lifecycle") { insights(from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z", bucket: "hour") { status reasons lastEvaluatedAt { stage at } series { stage start count variants } } }
+    flagConnection(first: 1, status: "new", search: "lifecycle") { totalCount nodes { name } }
+  }`);
+  t.same(read.body.data?.insightsSettings, { unusedAfter: 'P3D' });
+  t.match(read.body.data?.flag.insights, { status: 'new', reasons: [], series: [] });
+  t.same(read.body.data?.flagConnection.nodes, [{ name: 'lifecycle' }]);
+  expectFieldError(t, await gql(n, admin, '{ flag(name: "lifecycle") { insights(bucket: "week") { status } } }'), ['flag', 'insights'], 'BAD_REQUEST');
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);

@@ -173,7 +173,7 @@ t.test('flag list paging and search', async (t) => {
       const g = await n.req('POST', '/api/graphql', {
         key: A,
         body: {
-          query: 'query($search: String, $application: String, $type: String, $archived: Boolean) { flags(search: $search, application: $application, type: $type, archived: $archived) { name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } createdAt updatedAt } }',
+          query: 'query($search: String, $application: String, $type: String, $archived: Boolean) { flags(search: $search, application: $application, type: $type, archived: $archived) { name project type description tags isArchived variants { key value valueType } environments dependencies { flag variants } purpose createdAt updatedAt } }',
           variables: gqlArgs(p),
         },
       });
@@ -247,7 +247,7 @@ t.test('flag list paging and search', async (t) => {
   t.test('OpenAPI documents the parameters and both headers', async (t) => {
     const doc = (await n.req('GET', '/api/openapi.json')).body;
     const op = doc.paths['/api/flags'].get;
-    t.same(op.parameters.map((p: { name: string }) => p.name).sort(), ['after', 'application', 'archived', 'limit', 'q', 'type']);
+    t.same(op.parameters.map((p: { name: string }) => p.name).sort(), ['after', 'application', 'archived', 'limit', 'q', 'status', 'type']);
     t.ok(op.parameters.every((p: { in: string; description?: string }) => p.in === 'query' && typeof p.description === 'string'), 'each described, in the query');
     t.match(op.parameters.find((p: { name: string }) => p.name === 'limit').schema, { type: 'integer', minimum: 1, maximum: 1000 });
     t.same(op.parameters.find((p: { name: string }) => p.name === 'type').schema.enum, [...TYPES]);

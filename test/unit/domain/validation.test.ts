@@ -216,6 +216,7 @@ t.test('parseCreateFlag', async (t) => {
         { flag: 'parent', variants: null },
         { flag: 'other', variants: ['x', 'y'] },
       ],
+      purpose: 'release',
     });
   });
   t.test('defaults; environments stays absent', async (t) => {

@@ -69,7 +69,7 @@ export function AuditPage({ flag }: { flag: string }) {
           {events.map((e) => (
             <tr key={e.id}>
               <td><time dateTime={e.at}>{when(e.at)}</time></td>
-              <td>{e.actor.operator ? 'operator' : e.actor.keyName ?? e.actor.keyId}</td>
+              <td>{e.actor.operator ? 'operator' : e.actor.keyName ?? e.actor.keyId ?? 'Vexil (system)'}</td>
               <td><code>{e.action}</code></td>
               <td><Target t={e.target} /></td>
               <td>{e.application ?? '—'}</td>

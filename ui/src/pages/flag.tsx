@@ -9,10 +9,13 @@ import { ConfigEditor, segmentsFor, type SegmentOption } from './config';
 import { SchedulesPanel } from './schedules';
 import { FlagNameInput } from '../flag-picker';
 import { rowsOf, VariantsEditor, variantsFromRows, type VariantRow } from './variants';
+import { InsightsPanel } from './insights';
+import { FLAG_PURPOSES } from '../../../src/domain/types';
 
 function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite: boolean; saved?: string; onSaved: (status: string) => void }) {
   const [description, setDescription] = useState(flag.description ?? '');
   const [tags, setTags] = useState(flag.tags.join(', '));
+  const [purpose, setPurpose] = useState<string>(flag.purpose ?? 'release');
   const [rows, setRows] = useState<VariantRow[]>(rowsOf(flag.variants));
   const [deps, setDeps] = useState(flag.dependencies.map((d) => ({ flag: d.flag, variants: (d.variants ?? []).join(', ') })));
   const [errors, setErrors] = useState<Record<string, string>>({});
@@ -33,6 +36,7 @@ function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite:
     const input = {
       description: description || null,
       tags: tags.split(',').map((t) => t.trim()).filter(Boolean),
+      purpose,
       variants: v.variants,
       dependencies: deps.map((d) => {
         const variants = d.variants.split(',').map((x) => x.trim()).filter(Boolean);
@@ -63,6 +67,13 @@ function DetailsForm({ flag, canWrite, saved, onSaved }: { flag: Flag; canWrite:
         </Field>
         <Field label="Tags" hint="Separated by commas." error={errors.tags}>
           {(p) => <input {...p} value={tags} onInput={(e) => setTags(e.currentTarget.value)} />}
+        </Field>
+        <Field label="Purpose" hint="Sets how long the flag is expected to live before it is called stale.">
+          {(p) => (
+            <select {...p} value={purpose} onChange={(e) => setPurpose(e.currentTarget.value)}>
+              {FLAG_PURPOSES.map((x) => <option key={x}>{x}</option>)}
+            </select>
+          )}
         </Field>
         <VariantsEditor type={flag.type} rows={rows} onChange={setRows} error={errors.variants} />
         <fieldset>
@@ -339,6 +350,7 @@ export function FlagPage({ name }: { name: string }) {
           })}
         </div>
         <div class="side-col">
+          <InsightsPanel name={flag.name} purpose={flag.purpose ?? 'release'} />
           <EvaluationPanel flag={flag} />
           <SchedulesPanel
             flag={flag}

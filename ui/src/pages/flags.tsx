@@ -6,6 +6,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { FLAG_NAME_MSG, FLAG_NAME_RE } from '../../../src/domain/input-formats';
 import { flagPage, gql, isAborted, type Flag, type FlagConnection, type FlagFilter } from '../api';
+import { FLAG_PURPOSES } from '../../../src/domain/types';
 import { DataTable, Field, Loading, messageOf, useBusy } from '../components';
 import { flagHref, navigate, rememberedState, rememberState } from '../router';
 import { useSession } from '../session';
@@ -35,6 +36,7 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
   const [type, setType] = useState('boolean');
   const [description, setDescription] = useState('');
   const [tags, setTags] = useState('');
+  const [purpose, setPurpose] = useState('release');
   const [rows, setRows] = useState<VariantRow[]>(defaultVariants('string'));
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [busy, whileBusy] = useBusy();
@@ -56,6 +58,7 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
           type,
           description: description || null,
           tags: tags.split(',').map((t) => t.trim()).filter(Boolean),
+          purpose,
           variants: variants.ok ? variants.variants : [],
         };
         await gql('mutation($input: CreateFlagInput!) { createFlag(input: $input) { name } }', { input });
@@ -89,6 +92,13 @@ function NewFlagForm({ onCancel }: { onCancel: () => void }) {
           {(p) => (
             <select {...p} value={type} onChange={(e) => { setType(e.currentTarget.value); setRows(defaultVariants(e.currentTarget.value)); }}>
               {TYPES.map((t) => <option key={t}>{t}</option>)}
+            </select>
+          )}
+        </Field>
+        <Field label="Purpose" hint="Sets its expected lifetime.">
+          {(p) => (
+            <select {...p} value={purpose} onChange={(e) => setPurpose(e.currentTarget.value)}>
+              {FLAG_PURPOSES.map((x) => <option key={x}>{x}</option>)}
             </select>
           )}
         </Field>

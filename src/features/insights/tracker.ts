@@ -1,0 +1,364 @@
+/**
+ * Flag statuses in memory (docs/insights.md, "Lifecycle"): the management actor of every node
+ * keeps each flag's status, so that `GET /api/flags?status=` and GraphQL `flagConnection(status:)`
+ * page at 100,000 flags by a map lookup per flag, never an aggregate over the count tables per
+ * request.
+ *
+ * What it holds, per organization: the settings, each flag's usage folded over stages and
+ * applications (first and last evaluation, last evaluation per variant, `status.ts` `Usage`), each
+ * flag's computed status with the time it stays valid (`validUntil`), and the status last recorded
+ * in `flag_lifecycle`.
+ *
+ * A round (every VEXIL_INSIGHTS_STATUS_MS, 1 s by default, and soon after the counting half
+ * flushes on this node) reads:
+ * - every organization's settings (one short row each);
+ * - the usage rows evaluated since the previous round's start less a margin (`USAGE_MARGIN_MS`,
+ *   which covers a flush that committed later than the evaluations it stamps; an index range scan,
+ *   sql/011), merged in (first evaluations only move earlier, last ones later); once in
+ *   `FULL_READ_ROUNDS` rounds all rows, read afresh, so that a late report (a provider that was
+ *   offline sends evaluations stamped in the past) or a row removed is caught up too;
+ * then recomputes the statuses whose usage changed or whose `validUntil` passed, and records each
+ * one that differs from the recorded one (`settle`).
+ *
+ * Recording a status is decided in the database, not from memory: in one transaction, the flag's
+ * `flag_lifecycle` row is locked, its usage read again and its status computed from that; only if
+ * it differs from the recorded one is it written, and a turn to `stale` or `unused` is the audit
+ * event `flag.stale` in the same transaction. A restart, or every node of a cluster doing the
+ * same, therefore records each turn once.
+ */
+import type { AuditActor, Flag, FlagStatus, StatusReason } from '../../domain/types.js';
+import { FLAG_STATUSES } from '../../domain/types.js';
+import type { ActorRuntime } from '../../runtime.js';
+import { insertEvent } from '../audit/store.js';
+import { DEFAULT_SETTINGS, normaliseSettings, settingsMs, type InsightsSettings, type SettingsMs } from './settings.js';
+import { flagStatus, NO_USAGE, usageOf, type FlagStatusResult, type Usage } from './status.js';
+import * as store from './store.js';
+
+/** Recorded changes are made by the service itself. */
+export const SYSTEM: AuditActor = { system: true };
+
+/** How far before the previous round's start a round reads usage again. */
+export const USAGE_MARGIN_MS = 30_000;
+/** A round reads every usage row afresh once in this many rounds (60 s at the default 1 s). */
+export const FULL_READ_ROUNDS = 60;
+/** Statuses recorded per round at most (the rest wait for the next round). */
+const SETTLE_PER_ROUND = 2000;
+
+interface MutableUsage {
+  firstAt: number | null;
+  lastAt: number | null;
+  variantsLastAt: Map<string, number>;
+}
+
+interface StatusEntry extends FlagStatusResult {
+  /** The flag object it was computed for (the snapshot replaces it when the flag changes). */
+  flag: Flag;
+  /** The settings it was computed with. */
+  settings: SettingsMs;
+}
+
+class OrgLifecycle {
+  settings: InsightsSettings = DEFAULT_SETTINGS;
+  ms: SettingsMs = settingsMs(DEFAULT_SETTINGS);
+  usage = new Map<string, MutableUsage>();
+  statuses = new Map<string, StatusEntry>();
+  recorded = new Map<string, FlagStatus>();
+  /**
+   * Bumped whenever a status may have changed: a usage or settings change, a status computed
+   * anew, a status's validity running out (`nextExpiry`). The list's filter key carries it.
+   */
+  gen = 0;
+  /** The soonest `validUntil` of the statuses held (a time bound of the filter key). */
+  nextExpiry = Number.POSITIVE_INFINITY;
+}
+
+const emptyUsage = (): MutableUsage => ({ firstAt: null, lastAt: null, variantsLastAt: new Map() });
+
+function merge(u: MutableUsage, r: store.UsageRow): boolean {
+  let changed = false;
+  if (u.firstAt === null || r.firstAt < u.firstAt) (u.firstAt = r.firstAt), (changed = true);
+  if (u.lastAt === null || r.lastAt > u.lastAt) (u.lastAt = r.lastAt), (changed = true);
+  const v = u.variantsLastAt.get(r.variant);
+  if (v === undefined || r.lastAt > v) u.variantsLastAt.set(r.variant, r.lastAt), (changed = true);
+  return changed;
+}
+
+export interface StatusCounts {
+  orgName: string;
+  counts: Record<FlagStatus, number>;
+}
+
+export class LifecycleTracker {
+  private readonly orgs = new Map<string, OrgLifecycle>();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private lastRoundStart: number | null = null;
+  private lastFullRead = 0;
+  private readonly intervalMs: number;
+
+  private lastCounts = '';
+
+  constructor(
+    private readonly rt: ActorRuntime,
+    /** Told the counts after each round that changed them (the front's `vexil_flags` gauges). */
+    private readonly onCounts: (counts: StatusCounts[]) => void = () => {},
+    intervalMs?: number,
+  ) {
+    this.intervalMs = intervalMs ?? rt.config.insightsStatusMs ?? 1000;
+  }
+
+  /** The first round (awaited: statuses are known before the first request), then one per interval. */
+  async start(): Promise<void> {
+    await this.round();
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.round().finally(() => this.schedule()), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+  }
+
+  /** Counts were flushed on this node: a round soon, not at the next interval. */
+  usageFlushed(): void {
+    if (this.stopped) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.round().finally(() => this.schedule()), 10);
+    this.timer.unref();
+  }
+
+  /** One round; a round asked for while one runs runs after it. */
+  round(): Promise<void> {
+    if (this.running !== null) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.once();
+        } while (this.again && !this.stopped);
+      } catch (err) {
+        this.rt.log.warn('flag status round failed', { err: err as Error });
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  private org(orgId: string): OrgLifecycle {
+    let o = this.orgs.get(orgId);
+    if (o === undefined) this.orgs.set(orgId, (o = new OrgLifecycle()));
+    return o;
+  }
+
+  private async once(): Promise<void> {
+    const db = this.rt.db;
+    const start = this.rt.now();
+    const full = this.lastRoundStart === null || start - this.lastFullRead >= FULL_READ_ROUNDS * this.intervalMs;
+    // Settings: every organization's, each round (a write on another node reaches this one).
+    const stored = await store.readAllSettings(db);
+    for (const orgId of new Set([...this.orgs.keys(), ...stored.keys()])) this.applySettings(orgId, normaliseSettings(stored.get(orgId) ?? null));
+    // Usage.
+    const rows = await store.readUsage(db, full ? null : this.lastRoundStart! - USAGE_MARGIN_MS);
+    if (full) {
+      const recorded = await store.readRecorded(db);
+      for (const [orgId, o] of this.orgs) {
+        o.usage = new Map();
+        o.statuses.clear();
+        o.gen++;
+        o.recorded = recorded.get(orgId) ?? new Map();
+      }
+      for (const [orgId, m] of recorded) if (!this.orgs.has(orgId)) this.org(orgId).recorded = m;
+      this.lastFullRead = start;
+    }
+    this.noteUsage(rows);
+    this.lastRoundStart = start;
+    await this.settleAll();
+    const counts = this.counts();
+    const text = JSON.stringify(counts);
+    if (text !== this.lastCounts) {
+      this.lastCounts = text;
+      this.onCounts(counts);
+    }
+  }
+
+  /** Merges usage rows into what this node has read (a round's reads). */
+  noteUsage(rows: Iterable<store.UsageRow>): void {
+    for (const r of rows) {
+      const o = this.org(r.orgId);
+      let u = o.usage.get(r.flag);
+      if (u === undefined) o.usage.set(r.flag, (u = emptyUsage()));
+      if (merge(u, r)) {
+        o.statuses.delete(r.flag);
+        o.gen++;
+      }
+    }
+  }
+
+  /** Settings read from the database or written on this node. */
+  applySettings(orgId: string, s: InsightsSettings): void {
+    const o = this.org(orgId);
+    if (JSON.stringify(s) === JSON.stringify(o.settings)) return;
+    o.settings = s;
+    o.ms = settingsMs(s);
+    o.statuses.clear();
+    o.gen++;
+  }
+
+  /**
+   * Settings written (committed) on this node: the next round reads them. Not applied from here:
+   * a round under way may have read the settings before the write, and applying both in turn
+   * could flip the statuses back and forth (and record turns twice).
+   */
+  settingsChanged(): void {
+    void this.round();
+  }
+
+  /**
+   * The flag's status now, from what this node has read: computed again only when the flag, the
+   * settings or its usage changed, or its `validUntil` passed (a map lookup otherwise).
+   */
+  statusOf(orgId: string, flag: Flag, now = this.rt.now()): StatusEntry {
+    const o = this.org(orgId);
+    const e = o.statuses.get(flag.name);
+    if (e !== undefined && e.flag === flag && e.settings === o.ms && e.validUntil > now) return e;
+    const u = o.usage.get(flag.name);
+    const r = flagStatus({
+      createdAt: Date.parse(flag.createdAt),
+      lifetimeMs: o.ms.lifetimes[flag.purpose ?? 'release'],
+      unusedAfterMs: o.ms.unusedAfter,
+      usage: u === undefined ? NO_USAGE : (u as Usage),
+      now,
+    });
+    const entry: StatusEntry = { ...r, flag, settings: o.ms };
+    if (e === undefined || e.status !== entry.status) o.gen++;
+    if (entry.validUntil < o.nextExpiry) o.nextExpiry = entry.validUntil;
+    o.statuses.set(flag.name, entry);
+    return entry;
+  }
+
+  /** A predicate for the flag list's `status` filter (one lookup per flag it is asked about). */
+  statusFilter(orgId: string, status: FlagStatus, now = this.rt.now()): (flag: Flag) => boolean {
+    const o = this.org(orgId);
+    const statuses = o.statuses;
+    return (flag) => {
+      // The common case inline: one map lookup.
+      const e = statuses.get(flag.name);
+      if (e !== undefined && e.flag === flag && e.settings === o.ms && e.validUntil > now) return e.status === status;
+      return this.statusOf(orgId, flag, now).status === status;
+    };
+  }
+
+  /**
+   * The key of `statusFilter(orgId, status)`'s answers now (flag-index.ts `predicateKey`): it
+   * changes whenever a status may have, so that pages after the first come from the kept matches.
+   */
+  filterKey(orgId: string, status: FlagStatus, now = this.rt.now()): string {
+    const o = this.org(orgId);
+    if (now >= o.nextExpiry) {
+      // A status ran out of validity: every kept answer goes; the statuses that expired are
+      // computed again as the next scan asks for them (and lower `nextExpiry` again).
+      o.gen++;
+      let next = Number.POSITIVE_INFINITY;
+      for (const e of o.statuses.values()) if (e.validUntil > now && e.validUntil < next) next = e.validUntil;
+      o.nextExpiry = next;
+    }
+    return `${status}\n${o.gen}`;
+  }
+
+  /** Flags by status in each loaded organization (`vexil_flags{status}`). */
+  counts(): StatusCounts[] {
+    const out: StatusCounts[] = [];
+    const now = this.rt.now();
+    for (const orgId of this.rt.snapshots.loadedOrgIds()) {
+      const snap = this.rt.snapshots.peek(orgId);
+      if (snap === undefined || snap === null) continue;
+      const counts = Object.fromEntries(FLAG_STATUSES.map((s) => [s, 0])) as Record<FlagStatus, number>;
+      for (const c of snap.flags.values()) counts[this.statusOf(orgId, c.flag, now).status]++;
+      out.push({ orgName: snap.org.name, counts });
+    }
+    return out;
+  }
+
+  /** Records every status that differs from the recorded one (at most SETTLE_PER_ROUND a round). */
+  private async settleAll(): Promise<void> {
+    const now = this.rt.now();
+    let budget = SETTLE_PER_ROUND;
+    for (const orgId of this.rt.snapshots.loadedOrgIds()) {
+      const snap = this.rt.snapshots.peek(orgId);
+      if (snap === undefined || snap === null) continue;
+      const o = this.org(orgId);
+      // Flags gone from the snapshot: forget them.
+      if (o.statuses.size > snap.flags.size) for (const name of o.statuses.keys()) if (!snap.flags.has(name)) o.statuses.delete(name);
+      for (const c of snap.flags.values()) {
+        const s = this.statusOf(orgId, c.flag, now).status;
+        if (s === (o.recorded.get(c.flag.name) ?? 'new')) continue;
+        if (budget-- <= 0) return;
+        if (this.stopped) return;
+        await this.settle(orgId, c.flag);
+      }
+    }
+  }
+
+  /** Decides and records the flag's status in one transaction (see the file's comment). */
+  async settle(orgId: string, flag: Flag): Promise<void> {
+    const o = this.org(orgId);
+    await this.rt.db.transaction(async (tx) => {
+      const recorded = await store.lockRecorded(tx, orgId, flag.name);
+      if (recorded === null) return; // deleted meanwhile
+      const rows = await store.readFlagUsage(tx, orgId, flag.name);
+      // What the database holds now replaces what this node had read of the flag.
+      const u = emptyUsage();
+      for (const r of rows) merge(u, r);
+      if (rows.length > 0) o.usage.set(flag.name, u);
+      else o.usage.delete(flag.name);
+      o.statuses.delete(flag.name);
+      const fresh = flagStatus({
+        createdAt: Date.parse(flag.createdAt),
+        lifetimeMs: o.ms.lifetimes[flag.purpose ?? 'release'],
+        unusedAfterMs: o.ms.unusedAfter,
+        usage: usageOf(rows),
+        now: this.rt.now(),
+      });
+      const next = { status: fresh.status, reasons: fresh.reasons };
+      if (await store.recordStatus(tx, orgId, flag.name, next)) {
+        if ((next.status === 'stale' || next.status === 'unused') && recorded.status !== next.status) {
+          await insertEvent(tx, orgId, SYSTEM, staleEvent(flag, recorded, next));
+        }
+      }
+      o.recorded.set(flag.name, next.status);
+    });
+  }
+}
+
+/** `flag.stale`: the flag turned `stale` or `unused`; before and after are its statuses and reasons. */
+export const staleEvent = (flag: Flag, before: { status: FlagStatus; reasons: StatusReason[] }, after: { status: FlagStatus; reasons: StatusReason[] }) => ({
+  action: 'flag.stale' as const,
+  target: { type: 'flag' as const, name: flag.name },
+  application: flag.project,
+  before: { status: before.status, reasons: before.reasons },
+  after: { status: after.status, reasons: after.reasons },
+});
+
+// ---- the actor's tracker ------------------------------------------------------------------------------
+
+let current: LifecycleTracker | null = null;
+
+/** The management actor's tracker (one per actor process), set when it starts. */
+export function setTracker(t: LifecycleTracker | null): void {
+  current = t;
+}
+
+export function tracker(): LifecycleTracker | null {
+  return current;
+}
