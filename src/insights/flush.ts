@@ -88,6 +88,8 @@ export interface FlusherOptions {
   maxPending: number;
   /** The actor's own evaluations (a management GraphQL document may evaluate). */
   own: InsightsCounter | null;
+  /** After each write that stored counts (the flag statuses follow them at once: features/insights/tracker.ts). */
+  onWritten?: () => void;
   now?: () => number;
 }
 
@@ -146,6 +148,7 @@ export class InsightsFlusher {
     try {
       this.statements++;
       await this.db.query(FLUSH_SQL, [flushParameter(entries)]);
+      this.opts.onWritten?.();
     } catch (err) {
       this.batch.putBack(entries);
       this.log.warn('insights write failed; kept for the next interval', { err: err as Error, counters: entries.length });

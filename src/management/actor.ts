@@ -279,7 +279,7 @@ export class ManagementActorMain {
       this.runner = new ScheduleRunner(this.rt);
       this.runner.start();
       // Evaluation counts (docs/insights.md): written every VEXIL_INSIGHTS_FLUSH_MS, one statement each time.
-      const flusher = new InsightsFlusher(db, log.child({ component: 'insights' }), { flushMs: config.insightsFlushMs, maxPending: config.insightsMaxPending, own: config.insights ? this.counts.insights : null });
+      const flusher = new InsightsFlusher(db, log.child({ component: 'insights' }), { flushMs: config.insightsFlushMs, maxPending: config.insightsMaxPending, own: config.insights ? this.counts.insights : null, onWritten: () => lifecycle.usageFlushed() });
       const early = this.insights;
       this.insights = flusher;
       if (early instanceof PendingInsights) for (const rows of early.rows) flusher.add(rows);
