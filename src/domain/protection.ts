@@ -14,7 +14,7 @@ export type WriteEffect =
   /**
    * A flag's own fields (update, archive, restore, delete). `usedIn`: the stages where the flag or
    * a flag depending on it (transitively) has a configuration. `fields`: the fields the write sets
-   * (null: the whole flag, a delete); description and tags alone change no answer.
+   * (null: the whole flag, a delete); description, tags and purpose alone change no answer.
    */
   | { kind: 'flag'; usedIn: readonly string[]; fields: readonly string[] | null }
   /** A flag's environments replaced: each environment added or removed changes its answers there. */
@@ -33,7 +33,7 @@ export type WriteEffect =
   | { kind: 'environments'; removed: readonly string[]; renamed: readonly string[] };
 
 /** Flag fields that change no evaluation answer. */
-const INERT_FLAG_FIELDS = new Set(['description', 'tags']);
+const INERT_FLAG_FIELDS = new Set(['description', 'tags', 'purpose']);
 
 const ruleKey = (r: KillSwitchRule): string => JSON.stringify([r.flag?.toLowerCase() ?? null, r.application?.toLowerCase() ?? null, r.environment?.toLowerCase() ?? null]);
 

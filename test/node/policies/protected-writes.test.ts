@@ -31,6 +31,8 @@ const R = {
   graphql: 'Each GraphQL mutation is classified on its own.',
   changeRequest: 'A change request changes nothing until it is applied.',
   apply: 'An apply or a scheduled apply happens only with the approvals the policy requires on the exact revision reviewed.',
+  insights: 'Insights settings decide which flags are reported stale or unused, not what evaluation answers; they need Admin and are audited as org.insights.',
+  metrics: 'Evaluation counts reported by an SDK are statistics about answers already given; they change no flag.',
 } as const;
 
 interface W {
@@ -104,6 +106,8 @@ const REST: Record<string, Rule> = {
   'PUT /api/segments/{name}': { refused: [['conditions of a segment a production rule uses', (w) => json(w, 'PUT', '/api/segments/s', { conditions: [{ field: 'plan', operator: '==', value: 'gold' }] })]] },
   'DELETE /api/segments/{name}': { refused: [['a segment a production rule uses', (w) => json(w, 'DELETE', '/api/segments/s')]] },
   'PUT /api/environments/{stage}/policy': { allowed: R.policy },
+  'PUT /api/insights/settings': { allowed: R.insights, exercise: (w) => json(w, 'PUT', '/api/insights/settings', { unusedAfter: 'P3D' }) },
+  'POST /sdk/v1/metrics': { allowed: R.metrics },
   'POST /api/graphql': { allowed: R.graphql },
   ...CHANGE_REQUEST_ROUTES,
 };
@@ -144,6 +148,7 @@ const GRAPHQL: Record<string, Rule> = {
   deleteManagementKey: { allowed: R.keys },
   scheduleFlagChange: { refused: [['a schedule for production', (w) => gql(w.n, w.n.adminKey, 'mutation($at: DateTime!) { scheduleFlagChange(name: "c", input: {at: $at, stage: "production", enabled: false}) { id } }', { at: soon() })]] },
   cancelSchedule: { allowed: R.cancelSchedule },
+  setInsightsSettings: { allowed: R.insights },
   createSegment: { allowed: R.newSegment, exercise: q('mutation { createSegment(input: {name: "gql-fresh"}) { name } }') },
   updateSegment: { refused: [['conditions', q('mutation { updateSegment(name: "s", input: {conditions: [{field: "plan", operator: "==", value: "gold"}]}) { name } }')]] },
   deleteSegment: { refused: [['delete', q('mutation { deleteSegment(name: "s") }')]] },
