@@ -186,10 +186,17 @@ export const AUDIT_ACTIONS = [
   'segment.delete',
   'schedule.create',
   'schedule.cancel',
+  'change.create',
+  'change.revise',
+  'change.review',
+  'change.apply',
+  'change.schedule',
+  'change.close',
+  'change.fail',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment'] as const;
+export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment', 'changeRequest'] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
@@ -214,6 +221,8 @@ export interface AuditChange {
   after: unknown;
   /** The schedule whose change this is (docs/audit.md); absent for every other write. */
   scheduleId?: string;
+  /** The change request whose step or apply this is (docs/change-requests.md); absent for every other write. */
+  changeRequestId?: string;
 }
 
 export interface AuditEvent extends AuditChange {

@@ -82,6 +82,12 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   // Segments (docs/api.md#segments).
   key('get', '/api/segments'),
   ...named('/api/segments'),
+  // Change requests (docs/change-requests.md); the list's next-page link is built on the request's Host.
+  key('get', '/api/change-requests', ['host']),
+  key('post', '/api/change-requests'),
+  key('get', '/api/change-requests/:id'),
+  key('put', '/api/change-requests/:id'),
+  ...['reviews', 'apply', 'rebase', 'schedule', 'close', 'revert'].map((a) => key('post', `/api/change-requests/:id/${a}`)),
   // GraphQL (docs/graphql.md).
   { method: 'post', pattern: '/api/graphql', admit: 'graphql', maxBodyDepth: MAX_BODY_DEPTH },
 ];

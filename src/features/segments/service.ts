@@ -130,16 +130,19 @@ export async function deleteSegment(rt: ActorRuntime, auth: Authenticated, name:
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
-  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx) => {
-    const cur = await loadForWrite(tx, p, name);
-    const users = await store.flagsUsingSegment(tx, p.orgId, name);
-    if (users.length > 0) {
-      const named = users.map((f) => `'${f}'`).join(', ');
-      throw conflict(`Segment '${name}' is used by the rules of flag${users.length === 1 ? '' : 's'} ${named}`);
-    }
-    await store.deleteSegment(tx, p.orgId, name);
-    return { result: undefined, audit: segmentChange('segment.delete', cur, null) };
-  });
+  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx) => deleteSegmentTx(tx, p, name));
+}
+
+/** A segment delete inside a write's transaction: 409 while a rule uses it. */
+export async function deleteSegmentTx(tx: Queryable, p: Principal, name: string): Promise<Audited<undefined>> {
+  const cur = await loadForWrite(tx, p, name);
+  const users = await store.flagsUsingSegment(tx, p.orgId, name);
+  if (users.length > 0) {
+    const named = users.map((f) => `'${f}'`).join(', ');
+    throw conflict(`Segment '${name}' is used by the rules of flag${users.length === 1 ? '' : 's'} ${named}`);
+  }
+  await store.deleteSegment(tx, p.orgId, name);
+  return { result: undefined, audit: segmentChange('segment.delete', cur, null) };
 }
 
 /**
