@@ -28,7 +28,11 @@ export function principalOf(k: ManagementKey): Principal {
   return p;
 }
 
-/** CanWrite includes CanRead; Admin grants key management only. */
+/**
+ * CanWrite includes CanRead; Admin grants key management only; CanApprove reviews change requests
+ * within the key's scopes (docs/change-requests.md) and allows nothing else by itself: it implies no
+ * other permission and no other permission implies it.
+ */
 export function has(p: Principal, perm: Permission): boolean {
   if (p.permissions.has(perm)) return true;
   return perm === 'CanRead' && p.permissions.has('CanWrite');
@@ -84,6 +88,14 @@ export function requireUnscoped(p: Principal, what: string): void {
 export function requireAdmin(p: Principal): void {
   requirePermission(p, 'Admin');
   requireUnscoped(p, 'Key management');
+}
+
+/**
+ * Reviewing change requests (CONTRACT 17): CanApprove, and the key's scopes must cover every
+ * target (`inApplicationScope` / `inEnvironmentScope` per target, checked by the caller).
+ */
+export function requireApprover(p: Principal): void {
+  requirePermission(p, 'CanApprove');
 }
 
 /**

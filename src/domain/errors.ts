@@ -47,7 +47,8 @@ export const httpCode = (code: ErrorCode): ErrorCode => GRAPHQL_ONLY[code]?.http
  */
 export const graphqlExtensions = (err: VexilError): { code: ErrorCode; status?: number } => {
   const code = err instanceof OrgWideEvaluatorError ? 'AUTH_NOT_AUTHORIZED' : err.code;
-  return GRAPHQL_ONLY[code] !== undefined ? { code } : { code, status: err.status };
+  const base = GRAPHQL_ONLY[code] !== undefined ? { code } : { code, status: err.status };
+  return err.details === undefined ? base : { ...err.details, ...base };
 };
 
 export class VexilError extends Error {
@@ -55,13 +56,19 @@ export class VexilError extends Error {
   readonly status: number;
   /** Seconds, for RATE_LIMITED. */
   readonly retryAfter?: number;
+  /**
+   * Further members of the problem body (REST) and of GraphQL's `extensions`, e.g. `reason:
+   * "review_required"` and `environment` for a protected environment (`reviewRequired`).
+   */
+  readonly details?: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, opts: { retryAfter?: number; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, opts: { retryAfter?: number; cause?: unknown; details?: Record<string, unknown> } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'VexilError';
     this.code = code;
     this.status = ERROR_STATUS[code];
     if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
+    if (opts.details !== undefined) this.details = opts.details;
   }
 }
 
@@ -80,6 +87,18 @@ export const notFound = (message: string) => new VexilError('NOT_FOUND', message
 export const forbidden = (message: string) => new VexilError('FORBIDDEN', message);
 export const conflict = (message: string) => new VexilError('CONFLICT', message);
 export const quotaExceeded = (message: string) => new VexilError('QUOTA_EXCEEDED', message);
+
+/**
+ * A direct write to a protected environment (docs/change-requests.md, "Protecting an environment"):
+ * 409 CONFLICT whose body has `reason: "review_required"`, `environment` (the first) and
+ * `environments` (every protected environment the write would change).
+ */
+export const reviewRequired = (environments: readonly string[]) =>
+  new VexilError(
+    'CONFLICT',
+    `Environment${environments.length > 1 ? 's' : ''} ${environments.map((e) => `'${e}'`).join(', ')} ${environments.length > 1 ? 'require' : 'requires'} review: propose this change as a change request (docs/change-requests.md)`,
+    { details: { reason: 'review_required', environment: environments[0], environments: [...environments] } },
+  );
 
 export function isVexilError(err: unknown): err is VexilError {
   return err instanceof VexilError;

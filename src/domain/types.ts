@@ -3,7 +3,7 @@
  * reads them from snapshots, REST and GraphQL serialise them. Plain data, no behaviour.
  */
 
-export const PERMISSIONS = ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin'] as const;
+export const PERMISSIONS = ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin', 'CanApprove'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const VALUE_TYPES = ['boolean', 'string', 'number', 'json'] as const;
@@ -186,6 +186,7 @@ export const AUDIT_ACTIONS = [
   'segment.delete',
   'schedule.create',
   'schedule.cancel',
+  'org.policy',
   'change.create',
   'change.revise',
   'change.review',
@@ -221,6 +222,8 @@ export interface AuditChange {
   after: unknown;
   /** The schedule whose change this is (docs/audit.md); absent for every other write. */
   scheduleId?: string;
+  /** A write that bypassed a protected environment's review, with its reason (docs/audit.md, "Bypass"). */
+  bypass?: { reason: string };
   /** The change request whose step or apply this is (docs/change-requests.md); absent for every other write. */
   changeRequestId?: string;
 }

@@ -20,6 +20,7 @@ import { insertEvent } from './audit/store.js';
 import { lockAndBumpVersion, lockOrg } from './organizations/store.js';
 import { notFound } from '../domain/errors.js';
 import { claimIdempotencyKey, idempotencyContext } from './idempotency.js';
+import { bypassContext } from './policies/bypass.js';
 
 /** A write's result and what the audit log records of it. */
 export interface Audited<T> {
@@ -40,12 +41,15 @@ export async function auditedTransaction<T>(
   fn: (tx: Queryable) => Promise<Audited<T> & { orgId: string }>,
 ): Promise<T> {
   const claim = idempotencyContext.getStore();
+  const bypass = bypassContext.getStore();
   try {
     const result = await db.transaction(async (tx) => {
       // First: a concurrent duplicate (same Idempotency-Key) waits here for this one, then answers its record.
       await claimIdempotencyKey(tx);
+      if (bypass !== undefined) bypass.usedInTransaction = false;
       const { result, audit, orgId } = await fn(tx);
-      await insertEvent(tx, orgId, actor, audit);
+      // A write the guard let through on a review bypass records its reason (policies/guard.ts).
+      await insertEvent(tx, orgId, actor, bypass?.usedInTransaction ? { ...audit, bypass: { reason: bypass.reason } } : audit);
       return result;
     });
     if (claim?.inTransaction) claim.committed = true;

@@ -18,6 +18,7 @@ import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
 import * as segments from '../features/segments/service.js';
 import * as schedules from '../features/schedules/service.js';
+import { policyResolvers } from '../features/policies/graphql.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
@@ -127,6 +128,11 @@ Mutation.deleteSegment = async (_s, a, ctx) => {
   await segments.deleteSegment(services(ctx), authFor(ctx), str(a.name));
   return true;
 };
+
+// ---- environment policies (docs/change-requests.md) -----------------------------------------------------
+
+Object.assign(Query, policyResolvers.Query);
+Object.assign(Mutation, policyResolvers.Mutation);
 
 /** Every field: the schema the management actor executes with. */
 export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };

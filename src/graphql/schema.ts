@@ -28,6 +28,7 @@
  * marker object that `materializeAny` replaces with the variable's value when a resolver runs
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
+import { policyTypeDefs } from '../features/policies/graphql.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
@@ -56,7 +57,10 @@ type AuditEvent {
   after: Any
   """The schedule whose change this event records; null for every other write."""
   scheduleId: ID
+  """A write that bypassed a protected environment's review (docs/audit.md, "Bypass"); null otherwise."""
+  bypass: AuditBypass
 }
+type AuditBypass { reason: String! }
 extend type Query {
   """Newest first. type: flag, key or organization; first: 1-500 (default 100); before: an event id."""
   auditLog(target: String, type: String, first: Int, before: ID): [AuditEvent!]
@@ -69,7 +73,7 @@ scalar Any
 """ISO 8601 date-time with a time zone, e.g. 2024-05-01T12:00:00Z; answered in UTC."""
 scalar DateTime
 
-enum Permission { CanEvaluate CanRead CanWrite Admin }
+enum Permission { CanEvaluate CanRead CanWrite Admin CanApprove }
 
 type Variant { key: String!  value: Any  valueType: String! }
 type FlagDependency { flag: String!  variants: [String!] }
@@ -296,7 +300,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ export function toProblem(err: VexilError): Problem {
   const status = err.status;
   const code = httpCode(err.code);
   return {
+    // Members a code adds (VexilError.details), before the standard ones so they cannot replace them.
+    ...err.details,
     type: `urn:vexil:problem:${code.toLowerCase().replace(/_/g, '-')}`,
     title: STATUS_TEXT[status] ?? 'Error',
     status,

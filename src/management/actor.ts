@@ -35,7 +35,8 @@ import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
 import type { ReasonCode } from '../domain/types.js';
 import type { Logger } from '../util/log.js';
-import { isIdempotentWrite, type ManagementHandler } from './boundary.js';
+import { BYPASS_HEADER, isIdempotentWrite, type ManagementHandler } from './boundary.js';
+import { withBypass } from '../features/policies/bypass.js';
 import { managementHandlers } from './handlers.js';
 import { withIdempotency } from './idempotency.js';
 import { PIECE_BYTES, PIECE_SLOTS, PIECE_WINDOW, PIPE_MIN_BYTES, type ErrorData, type FromActor, type InitMessage, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
@@ -322,7 +323,8 @@ export class ManagementActorMain {
       if (route === undefined) throw new VexilError('INTERNAL', `No management route ${name}`);
       if (m.admission.kind === 'key') await this.caughtUp(m.admission.principal.orgId, m.admission.version);
       const handler = route.handler;
-      reply = isIdempotentWrite(route) ? await withIdempotency(this.rt, inc, m.admission, async () => handler(inc)) : await handler(inc);
+      // A write may carry a review bypass (features/policies/bypass.ts): 400 when malformed.
+      reply = isIdempotentWrite(route) ? await withBypass(inc.headers[BYPASS_HEADER], () => withIdempotency(this.rt, inc, m.admission, async () => handler(inc))) : await handler(inc);
     } catch (err) {
       const ve = asVexilError(err);
       if (ve.code === 'INTERNAL') this.rt.log.error('unexpected error', { route: route?.pattern, err: (ve.cause ?? ve) as Error });

@@ -82,6 +82,9 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   // Segments (docs/api.md#segments).
   key('get', '/api/segments'),
   ...named('/api/segments'),
+  // Environment policies (docs/change-requests.md, "Protecting an environment").
+  key('get', '/api/environments/:stage/policy'),
+  key('put', '/api/environments/:stage/policy'),
   // Change requests (docs/change-requests.md); the list's next-page link is built on the request's Host.
   key('get', '/api/change-requests', ['host']),
   key('post', '/api/change-requests'),
@@ -99,11 +102,15 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const isIdempotentWrite = (r: { method: Method; pattern: string }): boolean =>
   ['post', 'put', 'patch', 'del'].includes(r.method) && r.pattern.startsWith('/api/');
 
+/** The header by which an Admin key bypasses a protected environment's review (features/policies/bypass.ts). */
+export const BYPASS_HEADER = 'x-vexil-bypass-review';
+
 /**
  * The headers the front captures for a management route: the route's own, `accept-encoding` (the
- * actor compresses large answers, http/content-encoding.ts) and, on a write, Idempotency-Key.
+ * actor compresses large answers, http/content-encoding.ts) and, on a write, Idempotency-Key and
+ * the review bypass (GraphQL's POST is a write here: its mutations may carry a bypass too).
  */
-export const capturedFor = (r: ManagementRoute): string[] => [...(r.headers ?? []), 'accept-encoding', ...(isIdempotentWrite(r) ? [IDEMPOTENCY_HEADER] : [])];
+export const capturedFor = (r: ManagementRoute): string[] => [...(r.headers ?? []), 'accept-encoding', ...(isIdempotentWrite(r) ? [IDEMPOTENCY_HEADER, BYPASS_HEADER] : [])];
 
 /**
  * The actor's handlers by route id, checked against the table: every admitted route has exactly

@@ -57,6 +57,15 @@ function operation(route: Route, doc: OperationDoc | undefined): Record<string, 
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
     });
   }
+  if (route.headers?.includes('x-vexil-bypass-review')) {
+    parameters.push({
+      name: 'x-vexil-bypass-review',
+      in: 'header',
+      required: false,
+      description: 'The reason an Admin key writes directly to a protected environment whose policy allows bypass (docs/change-requests.md); audited',
+      schema: { type: 'string', minLength: 1, maxLength: 500 },
+    });
+  }
   if (doc?.querySchema !== undefined) {
     const obj = jsonSchema(QUERY_SCHEMAS[doc.querySchema], 'input') as { properties?: Record<string, unknown>; required?: string[] };
     for (const [name, schema] of Object.entries(obj.properties ?? {})) {

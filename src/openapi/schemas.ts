@@ -131,6 +131,7 @@ export const AuditEventSchema = z.object({
   before: z.unknown(),
   after: z.unknown(),
   scheduleId: z.string().optional().meta({ description: 'The schedule whose change this is (docs/audit.md)' }),
+  bypass: z.strictObject({ reason: z.string() }).optional().meta({ description: "A write that bypassed a protected environment's review, with its reason (docs/audit.md, \"Bypass\")" }),
 });
 
 export const LiveSchema = z.object({ status: z.literal('live') });

@@ -23,7 +23,7 @@ import {
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound, quotaExceeded, VexilError } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/name-matching.js';
-import type { AuditActor, AuditChange, Flag, FlagConfig, KillSwitchRule, Organization, Permission, Segment } from '../../domain/types.js';
+import type { AuditActor, AuditChange, Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../../domain/types.js';
 import { parseDateTime } from '../../domain/validation.js';
 import type { ActorRuntime } from '../../runtime.js';
 import type { Touches } from '../../snapshots/registry.js';
@@ -33,6 +33,7 @@ import * as flags from '../flags/service.js';
 import * as flagStore from '../flags/store.js';
 import * as orgs from '../organizations/service.js';
 import { getOrg } from '../organizations/store.js';
+import type { GuardOptions } from '../policies/guard.js';
 import { readPolicies } from '../policies/store.js';
 import * as segments from '../segments/service.js';
 import * as segmentStore from '../segments/store.js';
@@ -58,8 +59,8 @@ import {
 } from './changes.js';
 import * as store from './store.js';
 
-/** The permission that reviews (CONTRACT 17); typed loosely until the policy change adds it. */
-const CAN_APPROVE = 'CanApprove' as Permission;
+/** A change request's changes pass the review guard of protected environments: their approvals are the review. */
+const VIA: GuardOptions = { viaChangeRequest: true };
 
 /** Thrown inside a scheduled apply's transaction when the request is no longer scheduled (another node applied it). */
 export class Taken extends Error {}
@@ -76,17 +77,17 @@ function prepare(rt: ActorRuntime, p: Principal, c: Change, at: number): Run {
       case 'upsertConfig': {
         requirePermission(p, 'CanWrite');
         const input = flags.parseConfigUpsert(rt, c.input);
-        return (tx, org) => flags.upsertConfigTx(tx, org, p, c.flag, input, limits);
+        return (tx, org) => flags.upsertConfigTx(tx, org, p, c.flag, input, limits, VIA);
       }
       case 'setConfigEnabled':
         requirePermission(p, 'CanWrite');
-        return (tx) => flags.setConfigEnabledTx(tx, p, c.flag, c.stage, c.clientId, c.enabled);
+        return (tx, org) => flags.setConfigEnabledTx(tx, org, p, c.flag, c.stage, c.clientId, c.enabled, VIA);
       case 'deleteConfig':
         requirePermission(p, 'CanWrite');
-        return (tx) => flags.deleteConfigTx(tx, p, c.flag, c.stage, c.clientId);
+        return (tx, org) => flags.deleteConfigTx(tx, org, p, c.flag, c.stage, c.clientId, VIA);
       case 'updateFlag': {
         const input = flags.prepareUpdateFlag(rt, p, c.input);
-        return (tx) => flags.updateFlagTx(tx, p, c.flag, input);
+        return (tx, org) => flags.updateFlagTx(tx, org, p, c.flag, input, VIA);
       }
       case 'upsertSegment': {
         // An existing segment is updated (description, conditions); a new one created.
@@ -98,16 +99,16 @@ function prepare(rt: ActorRuntime, p: Principal, c: Change, at: number): Run {
           if (cur === null) return segments.createSegmentTx(tx, org, p, create.input, create.application, limits);
           if (c.input.application !== undefined && (c.input.application === null) !== (cur.application === null || !sameName(String(c.input.application), cur.application ?? '')))
             throw badRequest(`Segment '${c.segment}' exists in application ${cur.application === null ? '(organization-wide)' : `'${cur.application}'`}: its application does not change`);
-          return segments.updateSegmentTx(tx, p, c.segment, update);
+          return segments.updateSegmentTx(tx, org, p, c.segment, update, VIA);
         };
       }
       case 'deleteSegment':
         requirePermission(p, 'CanWrite');
-        return (tx) => segments.deleteSegmentTx(tx, p, c.segment);
+        return (tx, org) => segments.deleteSegmentTx(tx, org, p, c.segment, VIA);
       case 'setKillSwitch': {
         const rules = orgs.prepareKillSwitch(p, c.input);
         // The organization as the earlier changes of the request left it.
-        return async (tx, org) => orgs.replaceKillSwitchTx(tx, (await getOrg(tx, org.id)) ?? org, rules);
+        return async (tx, org) => orgs.replaceKillSwitchTx(tx, (await getOrg(tx, org.id)) ?? org, p, rules, VIA);
       }
     }
   } catch (err) {
@@ -392,7 +393,7 @@ async function requireCovers(tx: Queryable, p: Principal, rev: store.StoredRevis
 
 export async function reviewRequest(rt: ActorRuntime, auth: Authenticated, id: string, raw: unknown) {
   const p = auth.principal;
-  if (!has(p, CAN_APPROVE)) throw forbidden('This key lacks the CanApprove permission');
+  requirePermission(p, 'CanApprove');
   const body = parseReview(raw);
   return writeOrgKeys(rt, actorOf(p), p.orgId, async (tx) => {
     const req = await loadLocked(tx, p.orgId, id);

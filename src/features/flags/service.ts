@@ -45,6 +45,7 @@ import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
 import { cancelPendingSchedules } from '../schedules/store.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
+import { flagEffect, guardWrite, type GuardOptions } from '../policies/guard.js';
 import * as store from './store.js';
 
 export type FlagWithConfigs = Flag & { configs: FlagConfig[] };
@@ -235,16 +236,18 @@ export function prepareUpdateFlag(rt: ActorRuntime, p: Principal, raw: unknown):
 export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
   const p = auth.principal;
   const input = prepareUpdateFlag(rt, p, raw);
-  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx) => updateFlagTx(tx, p, name, input));
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx, org) => updateFlagTx(tx, org, p, name, input));
 }
 
 /** A flag update inside a write's transaction (the direct write, a change request's apply). */
-export async function updateFlagTx(tx: Queryable, p: Principal, name: string, input: UpdateFlagInput): Promise<Audited<Flag>> {
+export async function updateFlagTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpdateFlagInput, guard: GuardOptions = {}): Promise<Audited<Flag>> {
   // An update that only sets isArchived is an archive or a restore (GraphQL archiveFlag /
   // restoreFlag, or REST PUT {"isArchived": ...}); anything else is flag.update.
   const onlyArchive = input.isArchived !== undefined && Object.keys(input).length === 1;
   const action = onlyArchive ? (input.isArchived ? 'flag.archive' : 'flag.restore') : 'flag.update';
   const cur = await loadForWrite(tx, p, name);
+  // Protected environments (policies/guard.ts): where this flag or a dependant has a configuration.
+  await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, Object.keys(input)), guard);
   const type = input.type ?? cur.type;
   const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
   if (input.variants !== undefined) {
@@ -281,8 +284,9 @@ export async function deleteFlag(rt: ActorRuntime, auth: Authenticated, name: st
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
-  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx) => {
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     const cur = await loadForWrite(tx, p, name);
+    await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, null));
     const children = await store.flagsDependingOn(tx, p.orgId, name);
     if (children.length > 0) throw conflict(`Flag '${name}' is a dependency of '${children[0].name}'`);
     await store.deleteFlag(tx, p.orgId, name);
@@ -300,6 +304,8 @@ export async function updateFlagEnvironments(rt: ActorRuntime, auth: Authenticat
     const cur = await loadForWrite(tx, p, name);
     const environments = canonicalEnvironments(org, names);
     const removed = cur.environments.filter((e) => !environments.includes(e));
+    // An environment added or removed: the flag's answers there change (project_or_env_mismatch <-> config_missing).
+    await guardWrite(tx, org, p, { kind: 'flagEnvironments', changed: [...removed, ...environments.filter((e) => !cur.environments.includes(e))] });
     const configs = await store.listConfigs(tx, p.orgId, name);
     const used = configs.find((c) => removed.includes(c.stage));
     if (used !== undefined) throw conflict(`Environment '${used.stage}' still has a configuration of flag '${name}'`);
@@ -425,8 +431,9 @@ export async function upsertConfigAs(rt: ActorRuntime, p: Principal, name: strin
 }
 
 /** A configuration upsert inside a write's transaction (the direct write, a schedule, a change request's apply). */
-export async function upsertConfigTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpsertFlagConfigInput, limits: TenancyLimits): Promise<Audited<FlagConfig>> {
+export async function upsertConfigTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpsertFlagConfigInput, limits: TenancyLimits, guard: GuardOptions = {}): Promise<Audited<FlagConfig>> {
   const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, limits);
+  await guardWrite(tx, org, p, { kind: 'config', stage }, guard);
   const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
   return { result: saved, audit: configChange('config.upsert', flag, before, saved) };
 }
@@ -451,14 +458,15 @@ export async function setConfigEnabledAs(rt: ActorRuntime, p: Principal, name: s
   requirePermission(p, 'CanWrite');
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
-    const done = await setConfigEnabledTx(tx, p, name, stage, clientId, enabled);
+    const done = await setConfigEnabledTx(tx, org, p, name, stage, clientId, enabled);
     return { result: done.result, audit: scheduled(done.audit, by) };
   });
 }
 
 /** An enable or disable inside a write's transaction. */
-export async function setConfigEnabledTx(tx: Queryable, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean): Promise<Audited<FlagConfig>> {
+export async function setConfigEnabledTx(tx: Queryable, org: Organization, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, guard: GuardOptions = {}): Promise<Audited<FlagConfig>> {
   const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
+  await guardWrite(tx, org, p, { kind: 'config', stage: canonical }, guard);
   const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
   return { result: saved, audit: configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved) };
 }
@@ -466,13 +474,14 @@ export async function setConfigEnabledTx(tx: Queryable, p: Principal, name: stri
 export async function deleteConfig(rt: ActorRuntime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx) => deleteConfigTx(tx, p, name, stage, clientId));
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx, org) => deleteConfigTx(tx, org, p, name, stage, clientId));
 }
 
 /** A configuration delete inside a write's transaction (its pending schedules cancelled with it). */
-export async function deleteConfigTx(tx: Queryable, p: Principal, name: string, stage: string, clientId: string | null): Promise<Audited<undefined>> {
+export async function deleteConfigTx(tx: Queryable, org: Organization, p: Principal, name: string, stage: string, clientId: string | null, guard: GuardOptions = {}): Promise<Audited<undefined>> {
   const flag = await loadForWrite(tx, p, name);
   const canonical = flagStage(p, flag, stage);
+  await guardWrite(tx, org, p, { kind: 'config', stage: canonical }, guard);
   const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
   if (before === null) throw configNotFound(name, canonical, clientId);
   await cancelPendingSchedules(tx, p.orgId, name, { stage: canonical, clientId });

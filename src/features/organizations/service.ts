@@ -21,6 +21,8 @@ import { renameScheduleStage } from '../schedules/store.js';
 import { forgetKey } from '../keys/service.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
+import { guardWrite, type GuardOptions } from '../policies/guard.js';
+import { deletePolicy, renamePolicyStage } from '../policies/store.js';
 
 export type OrgList = 'environments' | 'applications';
 
@@ -76,6 +78,7 @@ async function cascadeRename(tx: Queryable, org: Organization, list: OrgList, fr
   if (list === 'environments') {
     await flagStore.renameConfigStage(tx, org.id, from, to);
     await renameScheduleStage(tx, org.id, from, to);
+    await renamePolicyStage(tx, org.id, from, to);
   } else {
     await renameEventApplication(tx, org.id, from, to);
     await segmentStore.renameSegmentApplication(tx, org.id, from, to);
@@ -105,12 +108,19 @@ export async function replaceList(rt: ActorRuntime, auth: Authenticated, list: O
   requireOrgWriter(auth, `Changing ${list}`);
   const next = parseNameList(raw, list);
   return changeList(rt, auth, async (tx, org, rescoped) => {
+    if (list === 'environments') {
+      // A protected environment removed or renamed (a change of case included) is a change to it (policies/guard.ts).
+      const removed = org.environments.filter((e) => findName(next, e) === undefined);
+      const renamed = org.environments.filter((e) => { const k = findName(next, e); return k !== undefined && k !== e; });
+      await guardWrite(tx, org, auth.principal, { kind: 'environments', removed, renamed });
+    }
     let killSwitch = org.killSwitch;
     for (const old of org[list]) {
       const kept = findName(next, old);
       if (kept === undefined) {
         const why = await usage(tx, { ...org, killSwitch }, list, old);
         if (why !== null) throw conflict(`Cannot remove ${list === 'environments' ? 'environment' : 'application'} '${old}': ${why}`);
+        if (list === 'environments') await deletePolicy(tx, org.id, old);
       } else if (kept !== old) {
         killSwitch = await cascadeRename(tx, { ...org, killSwitch }, list, old, kept, rescoped);
       }
@@ -136,6 +146,7 @@ export async function renameInList(rt: ActorRuntime, auth: Authenticated, list: 
     const clash = findName(org[list], to);
     if (clash !== undefined && clash !== from) throw conflict(`${what} '${clash}' already exists`);
     if (from === to) return listChanged(list, org, org);
+    if (list === 'environments') await guardWrite(tx, org, auth.principal, { kind: 'environments', removed: [], renamed: [from] });
     const killSwitch = await cascadeRename(tx, org, list, from, to, rescoped);
     const next = org[list].map((n) => (n === from ? to : n));
     return listChanged(list, org, await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }));
@@ -144,7 +155,7 @@ export async function renameInList(rt: ActorRuntime, auth: Authenticated, list: 
 
 export async function replaceKillSwitch(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
   const rules = prepareKillSwitch(auth.principal, raw);
-  return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', (tx, org) => replaceKillSwitchTx(tx, org, rules));
+  return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', (tx, org) => replaceKillSwitchTx(tx, org, auth.principal, rules));
 }
 
 /** The checks a kill-switch write needs before its transaction (403, 400). */
@@ -155,7 +166,7 @@ export function prepareKillSwitch(p: Principal, raw: unknown): KillSwitchRule[] 
 }
 
 /** A kill-switch write inside a write's transaction (the direct write, a change request's apply). */
-export async function replaceKillSwitchTx(tx: Queryable, org: Organization, rules: KillSwitchRule[]): Promise<Audited<KillSwitchRule[]>> {
+export async function replaceKillSwitchTx(tx: Queryable, org: Organization, p: Principal, rules: KillSwitchRule[], guard: GuardOptions = {}): Promise<Audited<KillSwitchRule[]>> {
   const canonical = rules.map((r) => {
     const application = r.application === null ? null : findName(org.applications, r.application);
     const environment = r.environment === null ? null : findName(org.environments, r.environment);
@@ -163,6 +174,7 @@ export async function replaceKillSwitchTx(tx: Queryable, org: Organization, rule
     if (environment === undefined) throw badRequest(`Unknown environment '${r.environment}'`);
     return { flag: r.flag, application, environment };
   });
+  await guardWrite(tx, org, p, { kind: 'killSwitch', before: org.killSwitch, after: canonical }, guard);
   const saved = await updateOrgSettings(tx, org.id, { killSwitch: canonical });
   return {
     result: saved.killSwitch,

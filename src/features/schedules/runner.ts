@@ -22,6 +22,7 @@ import { isVexilError, VexilError } from '../../domain/errors.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as flags from '../flags/service.js';
 import * as store from './store.js';
+import { bypassContext } from '../policies/bypass.js';
 import { findKeyWithHash } from '../keys/store.js';
 import { applyDueRequests, msToNextRequest } from '../change-requests/scheduled.js';
 
@@ -128,6 +129,11 @@ export class ScheduleRunner {
 
   /** Applies one due schedule; false when it should be tried again (a passing failure). */
   private async apply(s: store.StoredSchedule): Promise<boolean> {
+    // Never under a request's review bypass (a timer armed during a request inherits its context).
+    return bypassContext.exit(() => this.applyOne(s));
+  }
+
+  private async applyOne(s: store.StoredSchedule): Promise<boolean> {
     try {
       const found = await findKeyWithHash(this.rt.db, s.keyId);
       if (found === null || found.key.orgId !== s.orgId) throw new VexilError('UNAUTHENTICATED', `The scheduling key ${s.keyId} no longer exists`);
@@ -151,8 +157,10 @@ export class ScheduleRunner {
         return true;
       }
       if (isVexilError(err) && FINAL.has(err.code)) {
-        if (await store.markFailed(this.rt.db, s.id, err.message)) {
-          this.rt.log.info('schedule failed', { scheduleId: s.id, orgId: s.orgId, flag: s.flag, reason: err.message });
+        // A protected environment's refusal names its reason first: "review_required: ..." (docs/change-requests.md).
+        const why = typeof err.details?.reason === 'string' ? `${err.details.reason}: ${err.message}` : err.message;
+        if (await store.markFailed(this.rt.db, s.id, why)) {
+          this.rt.log.info('schedule failed', { scheduleId: s.id, orgId: s.orgId, flag: s.flag, reason: why });
         }
         return true;
       }

@@ -15,6 +15,7 @@ import { parseSchedule, quotaError } from '../../domain/validation.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as flags from '../flags/service.js';
 import { actorOf, writeOrg } from '../write.js';
+import { guardWrite } from '../policies/guard.js';
 import * as store from './store.js';
 
 /** A schedule event: its target is the flag, with the schedule's stage and clientId. */
@@ -40,6 +41,9 @@ export async function createSchedule(rt: ActorRuntime, auth: Authenticated, name
       config !== null
         ? await flags.checkConfigUpsert(tx, p, org, name, config, limits)
         : await flags.checkConfigToggle(tx, p, name, input.stage, input.clientId);
+    // A schedule for a protected environment is a change to it (policies/guard.ts); when due, the
+    // runner's write meets the guard again (a schedule made before the protection fails then).
+    await guardWrite(tx, org, p, { kind: 'config', stage: target.stage });
     if ((await store.countPending(tx, p.orgId, name)) >= limits.maxPendingSchedulesPerFlag) throw quotaError(limits, 'maxPendingSchedulesPerFlag');
     if ((await store.countPending(tx, p.orgId, null)) >= limits.maxPendingSchedulesPerOrg) throw quotaError(limits, 'maxPendingSchedulesPerOrg');
     await store.pruneFinished(tx, p.orgId, name);

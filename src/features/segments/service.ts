@@ -22,6 +22,7 @@ import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { segmentChange } from '../audit/events.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
+import { guardWrite, segmentEffect, type GuardOptions } from '../policies/guard.js';
 import * as store from './store.js';
 
 /** Whether the key sees (and may use in rules) the segment: its application's, or organization-wide. */
@@ -112,12 +113,14 @@ export function prepareUpdateSegment(rt: ActorRuntime, p: Principal, raw: unknow
 export async function updateSegment(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Segment> {
   const p = auth.principal;
   const input = prepareUpdateSegment(rt, p, raw);
-  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx) => updateSegmentTx(tx, p, name, input));
+  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx, org) => updateSegmentTx(tx, org, p, name, input));
 }
 
 /** A segment update inside a write's transaction. */
-export async function updateSegmentTx(tx: Queryable, p: Principal, name: string, input: UpdateSegmentInput): Promise<Audited<Segment>> {
+export async function updateSegmentTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpdateSegmentInput, guard: GuardOptions = {}): Promise<Audited<Segment>> {
   const cur = await loadForWrite(tx, p, name);
+  // Its conditions change the answers of the configurations that use it (policies/guard.ts); its description none.
+  if (input.conditions !== undefined) await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name), guard);
   const saved = await store.saveSegment(tx, p.orgId, {
     ...cur,
     description: input.description !== undefined ? input.description : cur.description,
@@ -130,12 +133,13 @@ export async function deleteSegment(rt: ActorRuntime, auth: Authenticated, name:
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
-  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx) => deleteSegmentTx(tx, p, name));
+  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx, org) => deleteSegmentTx(tx, org, p, name));
 }
 
 /** A segment delete inside a write's transaction: 409 while a rule uses it. */
-export async function deleteSegmentTx(tx: Queryable, p: Principal, name: string): Promise<Audited<undefined>> {
+export async function deleteSegmentTx(tx: Queryable, org: Organization, p: Principal, name: string, guard: GuardOptions = {}): Promise<Audited<undefined>> {
   const cur = await loadForWrite(tx, p, name);
+  await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name), guard);
   const users = await store.flagsUsingSegment(tx, p.orgId, name);
   if (users.length > 0) {
     const named = users.map((f) => `'${f}'`).join(', ');

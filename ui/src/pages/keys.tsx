@@ -9,6 +9,7 @@ const PERMISSIONS: [Permission, string][] = [
   ['CanRead', 'read flags'],
   ['CanWrite', 'change flags'],
   ['Admin', 'manage keys (organization-wide only)'],
+  ['CanApprove', 'review change requests (nothing else by itself)'],
 ];
 
 /** A key value, shown this once. */
