@@ -29,6 +29,7 @@
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
 import { policyTypeDefs } from '../features/policies/graphql.js';
+import { changeRequestTypeDefs } from '../features/change-requests/graphql.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
@@ -300,7 +301,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + changeRequestTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

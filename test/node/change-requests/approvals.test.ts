@@ -7,6 +7,7 @@
 import t from 'tap';
 import { createOrg, expectProblem, getFlag, makeKey, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
 import { act, apply, auditLog, CR, getCr, propose, review, toggle } from '../../helpers/change-requests.js';
+import { expectFieldError, gql } from '../../helpers/graphql.js';
 
 t.setTimeout(240_000);
 
@@ -31,6 +32,8 @@ t.test('approval integrity', async (t) => {
   const billing = await makeKey(n, admin, { name: 'billing', permissions: ['CanApprove'], application: 'billing' });
   const devOnly = await makeKey(n, admin, { name: 'dev', permissions: ['CanApprove'], environment: 'development' });
   const prodOnly = await makeKey(n, admin, { name: 'prod', permissions: ['CanApprove'], environment: 'production' });
+  const readerKey = await makeKey(n, admin, { name: 'reader', permissions: ['CanRead'] });
+  const reader = () => readerKey;
   const enabled = async (flag: string) => (await getFlag(n, admin, flag)).body.configs.find((c: any) => c.stage === 'production').enabled;
 
   t.test('a protected environment: the direct write is review_required, the proposal is not', async (t) => {
@@ -136,5 +139,57 @@ t.test('approval integrity', async (t) => {
     await policy('production', { requiredApprovals: 3 });
     expectProblem(t, await apply(n, writer, cr), 409, 'CONFLICT', /1 of 3/);
     await policy('production', { requiredApprovals: 2 });
+  });
+
+  t.test('GraphQL mirrors it: create, review, update voids, apply, conflicts, close, revert, rebase, schedule, the connection', async (t) => {
+    const FIELDS = 'id state approved revision hash changes diff environments requiredApprovals { stage required approvals } approvals { reviewer { keyName } hash revision voided } rejections { reviewer { keyName } } author { keyName } appliedAt';
+    const create = await gql(n, writer, `mutation($i: ChangeRequestInput!) { createChangeRequest(input: $i) { ${FIELDS} } }`, {
+      i: { title: 'gql', changes: [{ op: 'setConfigEnabled', flag: 'g', stage: 'production', enabled: true }, { op: 'upsertConfig', flag: 'f', input: { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100 } }] },
+    });
+    t.same(create.body.errors, undefined, 'no error');
+    const cr = create.body.data!.createChangeRequest;
+    t.match(cr, { state: 'open', approved: false, revision: 1, environments: ['production'], author: { keyName: 'writer' }, requiredApprovals: [{ stage: 'production', required: 2, approvals: 0 }] });
+    t.equal(cr.diff.length, 2);
+    const rest = (await getCr(n, admin, cr.id)).body;
+    t.equal(rest.hash, cr.hash, 'the same request over REST');
+    const rv = (key: string, hash: string, decision = 'approve') => gql(n, key, `mutation { reviewChangeRequest(id: "${cr.id}", decision: "${decision}", hash: "${hash}") { ${FIELDS} } }`);
+    expectFieldError(t, await rv(writer, cr.hash), ['reviewChangeRequest'], 'FORBIDDEN', 'no CanApprove');
+    expectFieldError(t, await rv(a1, 'b'.repeat(64)), ['reviewChangeRequest'], 'CONFLICT', 'stale hash');
+    t.equal((await rv(a1, cr.hash)).body.data!.reviewChangeRequest.approvals.length, 1);
+    const upd = await gql(n, writer, `mutation { updateChangeRequest(id: "${cr.id}", input: {changes: [{op: "setConfigEnabled", flag: "g", stage: "production", enabled: true}]}) { ${FIELDS} } }`);
+    const v2 = upd.body.data!.updateChangeRequest;
+    t.match(v2, { revision: 2, approvals: [], approved: false }, 'update voids the approval');
+    expectFieldError(t, await gql(n, writer, `mutation { applyChangeRequest(id: "${cr.id}", hash: "${v2.hash}") { id } }`), ['applyChangeRequest'], 'CONFLICT', 'lacks approvals');
+    await rv(a1, v2.hash);
+    await rv(a2, v2.hash);
+    const applied = await gql(n, writer, `mutation { applyChangeRequest(id: "${cr.id}", hash: "${v2.hash}") { ${FIELDS} } }`);
+    t.match(applied.body.data!.applyChangeRequest, { state: 'applied', approved: false });
+    t.type(applied.body.data!.applyChangeRequest.appliedAt, 'string');
+    const reverted = await gql(n, writer, `mutation { revertChangeRequest(id: "${cr.id}") { id state changes } }`);
+    t.match(reverted.body.data!.revertChangeRequest, { state: 'open', changes: [{ op: 'upsertConfig', flag: 'g' }] });
+    const rid = reverted.body.data!.revertChangeRequest.id;
+    t.match((await gql(n, writer, `mutation { rebaseChangeRequest(id: "${rid}") { revision } }`)).body.data, { rebaseChangeRequest: { revision: 2 } });
+    const hashNow = (await getCr(n, admin, rid)).body.hash;
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    t.match((await gql(n, writer, `mutation { scheduleChangeRequest(id: "${rid}", at: "${at}", hash: "${hashNow}") { state scheduledAt } }`)).body.data, { scheduleChangeRequest: { state: 'scheduled' } });
+    t.match((await gql(n, writer, `mutation { closeChangeRequest(id: "${rid}") { state } }`)).body.data, { closeChangeRequest: { state: 'closed' } });
+    const one = await gql(n, reader(), `{ changeRequest(id: "${cr.id}") { id history { revisions { revision hash } reviews { reviewer { keyName } revision voided } } } }`);
+    t.same(one.body.data!.changeRequest.history.revisions.map((r: any) => r.revision), [1, 2]);
+    t.same(one.body.data!.changeRequest.history.reviews.map((r: any) => [r.reviewer.keyName, r.revision, r.voided]), [['a1', 1, true], ['a1', 2, false], ['a2', 2, false]]);
+    t.equal((await gql(n, admin, '{ changeRequest(id: "cr_0000000000aaaaaaaaaa") { id } }')).body.data!.changeRequest, null, 'unknown: null');
+    const all = (await n.req('GET', CR, { key: admin })).body.map((r: any) => r.id);
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page: any = (await gql(n, admin, `query($a: String) { changeRequestConnection(first: 3, after: $a) { nodes { id } totalCount pageInfo { endCursor hasNextPage } } }`, { a: after })).body.data!.changeRequestConnection;
+      t.equal(page.totalCount, all.length);
+      seen.push(...page.nodes.map((x: any) => x.id));
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    t.same(seen, all, 'the connection pages through every request');
+    const closed = (await gql(n, admin, '{ changeRequestConnection(state: "closed", first: 100) { nodes { state } } }')).body.data!.changeRequestConnection.nodes;
+    t.ok(closed.length > 0 && closed.every((x: any) => x.state === 'closed'), 'filtered by state');
+    expectFieldError(t, await gql(n, admin, '{ changeRequestConnection(state: "nope", first: 1) { totalCount } }'), ['changeRequestConnection'], 'BAD_REQUEST');
   });
 });
