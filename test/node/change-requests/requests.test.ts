@@ -237,4 +237,24 @@ t.test('change requests', async (t) => {
     t.same((await n.req('GET', CR, { key: admin })).body.filter((r: any) => ids.includes(r.id)), []);
     expectProblem(t, await getCr(n, admin, ids[0]), 404, 'NOT_FOUND');
   });
+
+  t.test('limits: 500 open requests per organization (409 QUOTA_EXCEEDED), closed and applied ones do not count', async (t) => {
+    const o = await createOrg(n);
+    must(t, await postFlag(n, o.adminKey, 'f'), 201, 'flag');
+    must(t, await postConfig(n, o.adminKey, 'f'), 200, 'config');
+    const first = must(t, await propose(n, o.adminKey, [toggle('f', false)]), 201, 'one through the API').body;
+    // 499 more, written straight into the database (a copy of the first): 500 open in all.
+    const [{ id: orgId }] = await n.node.db.query<{ id: string }>('select id from organizations where name = $1', [o.name]);
+    await n.node.db.query(
+      `insert into change_requests (id, org_id, title, state, revision, hash, author_key_id, author)
+       select 'cr_' || lpad(to_hex(i), 10, '0') || 'ffffffffff', $1, 'bulk', 'open', 1, $2, 'k', '{"keyId":"k","keyName":"k"}'::json from generate_series(1, 499) i`,
+      [orgId, first.hash],
+    );
+    const before = await auditLog(n, o.adminKey);
+    expectProblem(t, await propose(n, o.adminKey, [toggle('f', false)]), 409, 'QUOTA_EXCEEDED', /500 open change requests/);
+    t.same(await auditLog(n, o.adminKey), before, 'nothing written');
+    must(t, await act(n, o.adminKey, first.id, 'close'), 200, 'close one');
+    must(t, await propose(n, o.adminKey, [toggle('f', false)]), 201, 'room for one again');
+    expectProblem(t, await propose(n, o.adminKey, [toggle('f', false)]), 409, 'QUOTA_EXCEEDED');
+  });
 });
