@@ -90,7 +90,7 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   key('post', '/api/change-requests'),
   key('get', '/api/change-requests/:id'),
   key('put', '/api/change-requests/:id'),
-  ...['reviews', 'apply', 'rebase', 'schedule', 'close', 'revert'].map((a) => key('post', `/api/change-requests/:id/${a}`)),
+  ...['reviews', 'apply', 'rebase', 'schedule', 'close', 'revert', 'preview'].map((a) => key('post', `/api/change-requests/:id/${a}`)),
   // GraphQL (docs/graphql.md).
   { method: 'post', pattern: '/api/graphql', admit: 'graphql', maxBodyDepth: MAX_BODY_DEPTH },
 ];

@@ -35,6 +35,16 @@ registerSchemas({
   ChangeRequestReview: z.object({ decision: z.enum(['approve', 'reject']), hash, comment: z.string().nullable().optional() }),
   ChangeRequestHash: z.object({ hash }),
   ChangeRequestSchedule: z.object({ at: z.string(), hash }),
+  ChangeRequestPreviewInput: z.object({
+    contexts: z.array(z.object({ userId: z.string(), clientId: z.string().nullable().optional(), context: z.record(z.string(), z.unknown()).nullable().optional() })).max(10_000).optional(),
+    sample: z.boolean().optional(),
+  }),
+  ChangeRequestPreview: z.object({
+    evaluated: z.number().int(),
+    changed: z.number().int(),
+    flags: z.array(z.object({ flag: z.string(), stage: z.string(), evaluated: z.number().int(), changed: z.number().int(), transitions: z.array(z.object({ from: z.string().nullable(), to: z.string().nullable(), count: z.number().int() })) })),
+    examples: z.array(z.object({ userId: z.string(), flag: z.string(), stage: z.string(), from: z.string().nullable(), to: z.string().nullable() })),
+  }),
 });
 
 const MGMT = ['managementKey' as const];
@@ -79,5 +89,15 @@ registerOperations({
   'POST /api/change-requests/:id/rebase': one('A new revision of the same changes against the current state (reviews void)'),
   'POST /api/change-requests/:id/schedule': one('Apply at `at` under the same conditions, else `failed`', 'ChangeRequestSchedule'),
   'POST /api/change-requests/:id/close': one('Withdraw (the author or an Admin key)'),
+  'POST /api/change-requests/:id/preview': {
+    summary: 'Evaluate every flag the request can affect, before and after, for up to 10,000 contexts (CanRead)',
+    tags: ['Change requests'],
+    security: MGMT,
+    params: { id: 'Change request id' },
+    body: 'ChangeRequestPreviewInput',
+    bodyRequired: true,
+    responses: { 200: { description: 'Counts and transitions per flag and environment', schema: 'ChangeRequestPreview' } },
+    errors: ERR,
+  },
   'POST /api/change-requests/:id/revert': one('A new open request restoring each target of an applied one', undefined, 201),
 });

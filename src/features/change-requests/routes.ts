@@ -6,6 +6,7 @@ import { queryObject } from '../../http/query.js';
 import type { ManagementHandler } from '../../management/boundary.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as cr from './service.js';
+import { previewRequest } from './preview.js';
 
 export const CHANGE_REQUESTS_PATH = '/api/change-requests';
 const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
@@ -42,6 +43,7 @@ export function changeRequestRoutes(rt: ActorRuntime): ManagementHandler[] {
     { method: 'post', pattern: `${one}/rebase`, handler: async (inc) => ({ status: 200, body: await cr.rebaseRequest(rt, admittedKey(rt, inc), inc.params[0]) }) },
     { method: 'post', pattern: `${one}/schedule`, handler: async (inc) => ({ status: 200, body: await cr.scheduleRequest(rt, admittedKey(rt, inc), inc.params[0], jsonObjectBody(inc)) }) },
     { method: 'post', pattern: `${one}/close`, handler: async (inc) => ({ status: 200, body: await cr.closeRequest(rt, admittedKey(rt, inc), inc.params[0]) }) },
+    { method: 'post', pattern: `${one}/preview`, handler: async (inc) => ({ status: 200, body: await previewRequest(rt, admittedKey(rt, inc), inc.params[0], jsonObjectBody(inc)) }) },
     { method: 'post', pattern: `${one}/revert`, handler: async (inc) => ({ status: 201, body: await cr.revertRequest(rt, admittedKey(rt, inc), inc.params[0]) }) },
   ];
 }

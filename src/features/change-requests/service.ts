@@ -65,7 +65,7 @@ const VIA: GuardOptions = { viaChangeRequest: true };
 /** Thrown inside a scheduled apply's transaction when the request is no longer scheduled (another node applied it). */
 export class Taken extends Error {}
 
-type Run = (tx: Queryable, org: Organization) => Promise<Audited<unknown>>;
+export type Run = (tx: Queryable, org: Organization) => Promise<Audited<unknown>>;
 
 // ---- each change as its direct write ------------------------------------------------------------------
 
@@ -123,6 +123,8 @@ function prefixed(err: unknown, at: number): unknown {
 }
 
 const prepareAll = (rt: ActorRuntime, p: Principal, changes: readonly Change[]): Run[] => changes.map((c, i) => prepare(rt, p, c, i));
+/** Each change's transaction-level write, checked for `p` (the preview's rolled-back run). */
+export const prepareChanges = prepareAll;
 
 // ---- targets and their states -----------------------------------------------------------------------------
 
