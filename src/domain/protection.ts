@@ -23,6 +23,12 @@ export type WriteEffect =
   | { kind: 'segment'; usedIn: readonly string[] }
   /** The kill switch replaced: a rule added or removed changes its environment (null: every one). */
   | { kind: 'killSwitch'; before: readonly KillSwitchRule[]; after: readonly KillSwitchRule[] }
+  /**
+   * The organization's applications changed (added, removed or renamed; not reordered): a clientId
+   * `<application>:<client>` belongs to an application by name (engine.ts, project_or_env_mismatch),
+   * so answers can change in every environment.
+   */
+  | { kind: 'applications' }
   /** The organization's environments replaced or renamed: each removed or renamed one changes. */
   | { kind: 'environments'; removed: readonly string[]; renamed: readonly string[] };
 
@@ -67,6 +73,9 @@ export function affectedStages(effect: WriteEffect, environments: readonly strin
       }
       break;
     }
+    case 'applications':
+      for (const e of environments) add(out, environments, e);
+      break;
     case 'environments':
       for (const s of [...effect.removed, ...effect.renamed]) add(out, environments, s);
       break;

@@ -28,8 +28,8 @@
  * marker object that `materializeAny` replaces with the variable's value when a resolver runs
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
-import { policyTypeDefs } from '../features/policies/graphql.js';
-import { changeRequestTypeDefs } from '../features/change-requests/graphql.js';
+import { policyTypeDefs } from '../features/policies/graphql-sdl.js';
+import { changeRequestTypeDefs } from '../features/change-requests/graphql-sdl.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,

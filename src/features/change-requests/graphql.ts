@@ -1,6 +1,6 @@
 /**
  * Change requests over GraphQL (docs/change-requests.md): the SDL and resolvers, hooked into
- * src/graphql/schema.ts (`changeRequestTypeDefs`) and resolvers.ts (`changeRequestResolvers`). The
+ * src/graphql/schema.ts (`changeRequestTypeDefs`, graphql-sdl.ts) and resolvers.ts (`changeRequestResolvers`). The
  * same service functions as REST. A change is given as `ChangeInput` (its `input` the direct
  * write's body as `Any`); `changes` and `diff` answer as `Any` (their JSON as REST shows it).
  */
@@ -10,69 +10,6 @@ import { VexilError } from '../../domain/errors.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as cr from './service.js';
 
-export const changeRequestTypeDefs = /* GraphQL */ `
-"""A reviewer's decision on one revision, bound to its hash."""
-type ChangeRequestReview {
-  reviewer: AuditActor!
-  decision: String!
-  hash: String!
-  revision: Int!
-  comment: String
-  at: DateTime!
-  """A later revision voided it."""
-  voided: Boolean!
-}
-type ChangeRequestApprovalNeed { stage: String!  required: Int!  approvals: Int! }
-type ChangeRequestRevision { revision: Int!  hash: String!  author: AuditActor!  changes: Any!  diff: Any!  environments: [String!]!  createdAt: DateTime! }
-type ChangeRequestHistory { revisions: [ChangeRequestRevision!]!  reviews: [ChangeRequestReview!]! }
-"""A reviewed, atomic change set (docs/change-requests.md)."""
-type ChangeRequest {
-  id: ID!
-  title: String!
-  description: String
-  """open, rejected, scheduled, applied, closed or failed."""
-  state: String!
-  approved: Boolean!
-  revision: Int!
-  """SHA-256 (hex) of the canonical JSON of the revision's changes and bases."""
-  hash: String!
-  author: AuditActor!
-  changes: Any!
-  """Per target: {target, before (its base), after}."""
-  diff: Any!
-  environments: [String!]!
-  requiredApprovals: [ChangeRequestApprovalNeed!]!
-  approvals: [ChangeRequestReview!]!
-  rejections: [ChangeRequestReview!]!
-  createdAt: DateTime!
-  updatedAt: DateTime!
-  appliedAt: DateTime
-  scheduledAt: DateTime
-  error: String
-  reverts: ID
-  history: ChangeRequestHistory
-}
-type ChangeRequestConnection { nodes: [ChangeRequest!]!  pageInfo: PageInfo!  totalCount: Int! }
-"""One change: op is upsertConfig, setConfigEnabled, deleteConfig, updateFlag, upsertSegment, deleteSegment or setKillSwitch."""
-input ChangeInput { op: String!  flag: String  stage: String  clientId: String  enabled: Boolean  segment: String  input: Any }
-input ChangeRequestInput { title: String!  description: String  changes: [ChangeInput!]! }
-input UpdateChangeRequestInput { title: String  description: String  changes: [ChangeInput!]! }
-extend type Query {
-  changeRequest(id: ID!): ChangeRequest
-  changeRequestConnection(state: String, first: Int, after: String): ChangeRequestConnection
-}
-extend type Mutation {
-  createChangeRequest(input: ChangeRequestInput!): ChangeRequest
-  updateChangeRequest(id: ID!, input: UpdateChangeRequestInput!): ChangeRequest
-  """CanApprove: decision approve or reject, on the revision whose hash is given."""
-  reviewChangeRequest(id: ID!, decision: String!, hash: String!, comment: String): ChangeRequest
-  applyChangeRequest(id: ID!, hash: String!): ChangeRequest
-  scheduleChangeRequest(id: ID!, at: DateTime!, hash: String!): ChangeRequest
-  closeChangeRequest(id: ID!): ChangeRequest
-  revertChangeRequest(id: ID!): ChangeRequest
-  rebaseChangeRequest(id: ID!): ChangeRequest
-}
-`;
 
 function services(ctx: GraphQLContext): ActorRuntime {
   if (ctx.rt === null || !('db' in ctx.rt)) throw new VexilError('INTERNAL', 'A management field ran outside the management actor');

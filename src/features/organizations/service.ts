@@ -113,6 +113,8 @@ export async function replaceList(rt: ActorRuntime, auth: Authenticated, list: O
       const removed = org.environments.filter((e) => findName(next, e) === undefined);
       const renamed = org.environments.filter((e) => { const k = findName(next, e); return k !== undefined && k !== e; });
       await guardWrite(tx, org, auth.principal, { kind: 'environments', removed, renamed });
+    } else if (org.applications.length !== next.length || org.applications.some((a) => !next.includes(a))) {
+      await guardWrite(tx, org, auth.principal, { kind: 'applications' });
     }
     let killSwitch = org.killSwitch;
     for (const old of org[list]) {
@@ -146,7 +148,7 @@ export async function renameInList(rt: ActorRuntime, auth: Authenticated, list: 
     const clash = findName(org[list], to);
     if (clash !== undefined && clash !== from) throw conflict(`${what} '${clash}' already exists`);
     if (from === to) return listChanged(list, org, org);
-    if (list === 'environments') await guardWrite(tx, org, auth.principal, { kind: 'environments', removed: [], renamed: [from] });
+    await guardWrite(tx, org, auth.principal, list === 'environments' ? { kind: 'environments', removed: [], renamed: [from] } : { kind: 'applications' });
     const killSwitch = await cascadeRename(tx, org, list, from, to, rescoped);
     const next = org[list].map((n) => (n === from ? to : n));
     return listChanged(list, org, await updateOrgSettings(tx, org.id, { [list]: next, killSwitch }));

@@ -1,6 +1,7 @@
 /**
- * Environment policies over GraphQL (CONTRACT 17; docs/change-requests.md): the SDL and resolvers,
- * hooked into src/graphql/schema.ts (`policyTypeDefs`) and resolvers.ts (`policyResolvers`). The
+ * Environment policies over GraphQL (CONTRACT 17; docs/change-requests.md): the resolvers, hooked
+ * into src/graphql/resolvers.ts (`policyResolvers`); the SDL is graphql-sdl.ts (the front builds the
+ * schema, and imports no service). The
  * same service functions as REST; the review bypass header (`x-vexil-bypass-review`) works for
  * every GraphQL mutation too (management/actor.ts reads it on POST /api/graphql).
  */
@@ -10,26 +11,6 @@ import { VexilError } from '../../domain/errors.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as policies from './service.js';
 
-export const policyTypeDefs = /* GraphQL */ `
-"""An environment's review policy (docs/change-requests.md, "Protecting an environment")."""
-type EnvironmentPolicy {
-  environment: String!
-  """0-5; above 0 the environment is protected: direct writes that change its answers are refused (review_required)."""
-  requiredApprovals: Int!
-  allowSelfApproval: Boolean!
-  """An Admin key may write directly with the x-vexil-bypass-review header (audited)."""
-  allowBypass: Boolean!
-}
-input EnvironmentPolicyInput { requiredApprovals: Int!  allowSelfApproval: Boolean  allowBypass: Boolean }
-extend type Query {
-  """CanRead. An environment without a stored policy answers the default (0, false, false)."""
-  environmentPolicy(stage: String!): EnvironmentPolicy
-}
-extend type Mutation {
-  """Admin on an organization-wide key; audited as org.policy."""
-  setEnvironmentPolicy(stage: String!, input: EnvironmentPolicyInput!): EnvironmentPolicy
-}
-`;
 
 function services(ctx: GraphQLContext): ActorRuntime {
   if (ctx.rt === null || !('db' in ctx.rt)) throw new VexilError('INTERNAL', 'A management field ran outside the management actor');

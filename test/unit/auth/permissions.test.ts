@@ -5,6 +5,7 @@ import {
   inApplicationScope,
   principalOf,
   requireAdmin,
+  requireApprover,
   requireApplication,
   requireEnvironment,
   requireEvaluator,
@@ -103,4 +104,16 @@ t.test('principalOf is built once per cached key record', async (t) => {
   t.match(a, { keyId: 'k', orgId: 'o', application: 'web', environment: null });
   t.equal(a.permissions.size, 1, 'a set of permissions');
   t.not(principalOf({ ...k }), a, 'a new record (after invalidation) gets a new principal');
+});
+
+t.test('CanApprove implies nothing else, and nothing else implies it (docs/change-requests.md)', async (t) => {
+  const approver = p(['CanApprove']);
+  for (const perm of ['CanEvaluate', 'CanRead', 'CanWrite', 'Admin'] as const) t.notOk(has(approver, perm), `CanApprove does not give ${perm}`);
+  t.ok(has(approver, 'CanApprove'));
+  requireApprover(approver);
+  forbids(t, () => requirePermission(approver, 'CanRead'), /CanRead/, 'no read');
+  forbids(t, () => requireAdmin(approver), /Admin/, 'no key management');
+  for (const perms of [['CanRead', 'CanWrite', 'Admin'], ['CanEvaluate'], ['CanWrite']] as Permission[][]) {
+    forbids(t, () => requireApprover(p(perms)), /CanApprove/, `${perms.join('+')} cannot approve`);
+  }
 });

@@ -5,6 +5,7 @@ import { ApiError, gql, type KillSwitchRule } from '../api';
 import { ConfirmButton, Field, Loading, messageOf, Status, useLoad } from '../components';
 import { FlagNameInput } from '../flag-picker';
 import { useSession } from '../session';
+import { PolicyCard } from './policies';
 
 type ListKind = 'environments' | 'applications';
 const SINGULAR: Record<ListKind, string> = { environments: 'environment', applications: 'application' };
@@ -202,6 +203,7 @@ export function OrganizationPage() {
         <NameList kind="applications" title="Applications" hint="Each flag belongs to one application. Renaming one renames it everywhere: flags, keys, kill-switch rules." />
       </div>
       <KillSwitch />
+      <PolicyCard />
     </main>
   );
 }
