@@ -44,6 +44,12 @@ type ChangeRequest {
   reverts: ID
   history: ChangeRequestHistory
 }
+type ChangeRequestTransition { from: String  to: String  count: Int! }
+type ChangeRequestPreviewFlag { flag: String!  stage: String!  evaluated: Int!  changed: Int!  transitions: [ChangeRequestTransition!]! }
+type ChangeRequestPreviewExample { userId: String!  flag: String!  stage: String!  from: String  to: String }
+"""Before and after, per flag the request can affect and environment it touches (docs/change-requests.md, "Previewing")."""
+type ChangeRequestPreview { evaluated: Int!  changed: Int!  flags: [ChangeRequestPreviewFlag!]!  examples: [ChangeRequestPreviewExample!]! }
+input PreviewContextInput { userId: String!  clientId: String  context: Any }
 type ChangeRequestConnection { nodes: [ChangeRequest!]!  pageInfo: PageInfo!  totalCount: Int! }
 """One change: op is upsertConfig, setConfigEnabled, deleteConfig, updateFlag, upsertSegment, deleteSegment or setKillSwitch."""
 input ChangeInput { op: String!  flag: String  stage: String  clientId: String  enabled: Boolean  segment: String  input: Any }
@@ -63,5 +69,7 @@ extend type Mutation {
   closeChangeRequest(id: ID!): ChangeRequest
   revertChangeRequest(id: ID!): ChangeRequest
   rebaseChangeRequest(id: ID!): ChangeRequest
+  """CanRead: evaluates before and after for up to 10,000 contexts; writes nothing."""
+  previewChangeRequest(id: ID!, contexts: [PreviewContextInput!], sample: Boolean): ChangeRequestPreview
 }
 `;

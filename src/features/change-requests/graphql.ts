@@ -9,6 +9,7 @@ import { authFor, withVars } from '../../graphql/evaluation-resolvers.js';
 import { VexilError } from '../../domain/errors.js';
 import type { ActorRuntime } from '../../runtime.js';
 import * as cr from './service.js';
+import { previewRequest } from './preview.js';
 
 
 function services(ctx: GraphQLContext): ActorRuntime {
@@ -60,5 +61,9 @@ export const changeRequestResolvers: { Query: Record<string, Resolver>; Mutation
     closeChangeRequest: (_s, a, ctx) => cr.closeRequest(services(ctx), authFor(ctx), String(a.id)),
     revertChangeRequest: (_s, a, ctx) => cr.revertRequest(services(ctx), authFor(ctx), String(a.id)),
     rebaseChangeRequest: (_s, a, ctx) => cr.rebaseRequest(services(ctx), authFor(ctx), String(a.id)),
+    previewChangeRequest: (_s, a, ctx, info) => {
+      const contexts = a.contexts == null ? undefined : (withVars(a.contexts, ctx, info) as unknown[]).map(withoutNulls);
+      return previewRequest(services(ctx), authFor(ctx), String(a.id), withoutNulls({ contexts, sample: a.sample ?? null }));
+    },
   },
 };
