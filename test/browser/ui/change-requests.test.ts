@@ -71,4 +71,19 @@ browserTest('change requests in the admin UI', async (t: Test) => {
   t.equal(flag.body.configs[0].defaultVariantKey, 'on', 'applied on the server');
   const reviews = page.getByRole('table', { name: 'Reviews' });
   t.match(await reviews.textContent(), /alice[\s\S]*approve[\s\S]*bob[\s\S]*approve/);
+
+  // In a protected environment a flag page's Save becomes "Propose change": a change request, nothing written.
+  await page.goto(n.url + '/ui/flags/checkout');
+  const cfg = page.getByRole('region', { name: 'Configuration production' });
+  await cfg.getByRole('button', { name: 'Propose change' }).waitFor();
+  t.equal(await cfg.getByRole('button', { name: 'Save', exact: true }).count(), 0, 'no direct Save');
+  await cfg.getByRole('spinbutton', { name: /Rollout/ }).first().fill('40');
+  await cfg.getByRole('button', { name: 'Propose change' }).click();
+  await page.getByText('production: proposed as a change request; it applies once reviewed.').waitFor();
+  const all = (await n.req('GET', '/api/change-requests?state=open', { key: admin })).body;
+  t.equal(all.length, 1, 'one open request');
+  t.match(all[0].changes, [{ op: 'upsertConfig', flag: 'checkout', input: { stage: 'production', rolloutPercentage: 40 } }]);
+  t.equal((await n.req('GET', '/api/flags/checkout', { key: admin })).body.configs[0].rolloutPercentage, 100, 'nothing written');
+  await page.getByRole('link', { name: 'Open the change request' }).click();
+  await page.getByRole('heading', { level: 1, name: 'checkout: production' }).waitFor();
 });

@@ -6,9 +6,8 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api';
 import { DataTable, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { BASE } from '../router';
 import { useSession } from '../session';
-
-const BASE = '/ui/';
 
 interface Review { reviewer: { keyName: string | null }; decision: string; hash: string; revision: number; comment: string | null; at: string; voided: boolean }
 interface DiffEntry { target: { type: string; flag?: string; stage?: string; clientId?: string | null; segment?: string }; before: unknown; after: unknown }
