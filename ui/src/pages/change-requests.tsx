@@ -151,7 +151,7 @@ function ChangeRequestDetail({ id }: { id: string }) {
       <section class="card" aria-labelledby="diff-h">
         <h2 id="diff-h">Changes</h2>
         {cr.diff.map((d, i) => (
-          <div key={i} class="diff" role="group" aria-label={`Change to ${describeTarget(d.target)}`}>
+          <div key={i} class="cr-change" role="group" aria-label={`Change to ${describeTarget(d.target)}`}>
             <h3>{describeTarget(d.target)}</h3>
             <div style={{ display: 'grid', gridTemplateColumns: '1fr 1fr', gap: '1rem' }}>
               <div><h4>Before</h4><Json value={d.before} /></div>
