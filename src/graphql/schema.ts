@@ -60,6 +60,8 @@ type AuditEvent {
   scheduleId: ID
   """A write that bypassed a protected environment's review (docs/audit.md, "Bypass"); null otherwise."""
   bypass: AuditBypass
+  """The change request whose step or apply this is (docs/audit.md, "Change requests"); null otherwise."""
+  changeRequestId: ID
 }
 type AuditBypass { reason: String! }
 extend type Query {

@@ -191,5 +191,8 @@ t.test('approval integrity', async (t) => {
     const closed = (await gql(n, admin, '{ changeRequestConnection(state: "closed", first: 100) { nodes { state } } }')).body.data!.changeRequestConnection.nodes;
     t.ok(closed.length > 0 && closed.every((x: any) => x.state === 'closed'), 'filtered by state');
     expectFieldError(t, await gql(n, admin, '{ changeRequestConnection(state: "nope", first: 1) { totalCount } }'), ['changeRequestConnection'], 'BAD_REQUEST');
+    const log = (await gql(n, admin, `{ auditLog(target: "${cr.id}", type: "changeRequest", first: 50) { action changeRequestId } }`)).body.data!.auditLog;
+    t.same(log.map((e: any) => e.action), ['change.apply', 'change.review', 'change.review', 'change.revise', 'change.review', 'change.create'], 'GraphQL auditLog by the request as target');
+    t.ok(log.every((e: any) => e.changeRequestId === cr.id), 'each names the request');
   });
 });
