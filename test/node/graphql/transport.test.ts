@@ -143,7 +143,7 @@ t.test('introspection over POST', async (t) => {
   const ui = schema.getType('UpsertFlagConfigInput') as any;
   t.equal(String(ui.getFields().enrollmentCutoff.type), 'Float', 'UpsertFlagConfigInput.enrollmentCutoff: Float');
   const typ = await gql(n, admin, '{ __type(name: "Permission") { kind enumValues { name } } }');
-  t.same(typ.body, { data: { __type: { kind: 'ENUM', enumValues: [{ name: 'CanEvaluate' }, { name: 'CanRead' }, { name: 'CanWrite' }, { name: 'Admin' }] } } });
+  t.same(typ.body, { data: { __type: { kind: 'ENUM', enumValues: [{ name: 'CanEvaluate' }, { name: 'CanRead' }, { name: 'CanWrite' }, { name: 'Admin' }, { name: 'CanApprove' }] } } });
 });
 
 t.test('introspection needs a key like any other request', async (t) => {
