@@ -9,6 +9,7 @@ import { insights } from './insights.js';
 import { isolation } from './isolation.js';
 import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
+import { previewScenario } from './preview.js';
 import { provider } from './provider.js';
 import { restVsBare } from './rest-vs-bare.js';
 import { saturation } from './saturation.js';
@@ -22,6 +23,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, previewScenario];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

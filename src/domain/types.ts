@@ -195,10 +195,17 @@ export const AUDIT_ACTIONS = [
   'org.policy',
   'flag.stale',
   'org.insights',
+  'change.create',
+  'change.revise',
+  'change.review',
+  'change.apply',
+  'change.schedule',
+  'change.close',
+  'change.fail',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment'] as const;
+export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment', 'changeRequest'] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
@@ -225,6 +232,8 @@ export interface AuditChange {
   scheduleId?: string;
   /** A write that bypassed a protected environment's review, with its reason (docs/audit.md, "Bypass"). */
   bypass?: { reason: string };
+  /** The change request whose step or apply this is (docs/change-requests.md); absent for every other write. */
+  changeRequestId?: string;
 }
 
 export interface AuditEvent extends AuditChange {

@@ -19,6 +19,7 @@ import * as orgs from '../features/organizations/service.js';
 import * as segments from '../features/segments/service.js';
 import * as schedules from '../features/schedules/service.js';
 import { policyResolvers } from '../features/policies/graphql.js';
+import { changeRequestResolvers } from '../features/change-requests/graphql.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
@@ -134,6 +135,8 @@ Mutation.deleteSegment = async (_s, a, ctx) => {
 
 Object.assign(Query, policyResolvers.Query);
 Object.assign(Mutation, policyResolvers.Mutation);
+Object.assign(Query, changeRequestResolvers.Query);
+Object.assign(Mutation, changeRequestResolvers.Mutation);
 
 /** Every field: the schema the management actor executes with. */
 export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };

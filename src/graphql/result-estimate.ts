@@ -124,6 +124,11 @@ export const LIST_LENGTHS: Readonly<Record<string, StatName>> = {
   'Mutation.replaceApplications': 'orgApplications',
   'Mutation.renameApplication': 'orgApplications',
   'Mutation.replaceKillSwitch': 'killSwitch',
+  // Change requests (docs/change-requests.md).
+  'ChangeRequest.environments': 'orgEnvironments',
+  'ChangeRequest.requiredApprovals': 'orgEnvironments',
+  'ChangeRequestRevision.environments': 'orgEnvironments',
+  'ChangeRequestPreview.flags': 'flags',
 };
 
 /**
@@ -132,6 +137,14 @@ export const LIST_LENGTHS: Readonly<Record<string, StatName>> = {
  */
 const FIXED_LENGTHS: Readonly<Record<string, number>> = {
   'Flag.schedules': DEFAULT_TENANCY_LIMITS.maxPendingSchedulesPerFlag + SCHEDULE_FINISHED_KEPT,
+  // A change request's reviews and revisions: counted as one per key the organization may hold.
+  'ChangeRequest.approvals': DEFAULT_MAX_KEYS,
+  'ChangeRequest.rejections': DEFAULT_MAX_KEYS,
+  'ChangeRequestHistory.reviews': DEFAULT_MAX_KEYS,
+  'ChangeRequestHistory.revisions': DEFAULT_MAX_KEYS,
+  // A preview answers at most 20 examples; a flag's transitions are pairs of its answers.
+  'ChangeRequestPreview.examples': 20,
+  'ChangeRequestPreviewFlag.transitions': 100,
 };
 
 /** Lists answering one page: at most `max`, `first` items, else `default`. */

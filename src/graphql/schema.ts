@@ -29,6 +29,7 @@
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
 import { policyTypeDefs } from '../features/policies/graphql-sdl.js';
+import { changeRequestTypeDefs } from '../features/change-requests/graphql-sdl.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
@@ -60,6 +61,8 @@ type AuditEvent {
   scheduleId: ID
   """A write that bypassed a protected environment's review (docs/audit.md, "Bypass"); null otherwise."""
   bypass: AuditBypass
+  """The change request whose step or apply this is (docs/audit.md, "Change requests"); null otherwise."""
+  changeRequestId: ID
 }
 type AuditBypass { reason: String! }
 extend type Query {
@@ -301,7 +304,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + insightsTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + insightsTypeDefs + changeRequestTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

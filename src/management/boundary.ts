@@ -89,6 +89,12 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   // Environment policies (docs/change-requests.md, "Protecting an environment").
   key('get', '/api/environments/:stage/policy'),
   key('put', '/api/environments/:stage/policy'),
+  // Change requests (docs/change-requests.md); the list's next-page link is built on the request's Host.
+  key('get', '/api/change-requests', ['host']),
+  key('post', '/api/change-requests'),
+  key('get', '/api/change-requests/:id'),
+  key('put', '/api/change-requests/:id'),
+  ...['reviews', 'apply', 'rebase', 'schedule', 'close', 'revert', 'preview'].map((a) => key('post', `/api/change-requests/:id/${a}`)),
   // GraphQL (docs/graphql.md).
   { method: 'post', pattern: '/api/graphql', admit: 'graphql', maxBodyDepth: MAX_BODY_DEPTH },
 ];

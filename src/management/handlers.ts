@@ -3,6 +3,7 @@
  * (boundary.ts), which `checkHandlers` holds it to. Only the actor builds it.
  */
 import { auditRoutes } from '../features/audit/routes.js';
+import { changeRequestRoutes } from '../features/change-requests/routes.js';
 import { flagRoutes } from '../features/flags/routes.js';
 import { keyRoutes } from '../features/keys/routes.js';
 import { operatorRoutes } from '../features/operator/routes.js';
@@ -16,5 +17,5 @@ import { checkHandlers, type ManagementHandler } from './boundary.js';
 
 /** Every management handler, by route id (mailbox.ts `routeId`); throws unless they match the admission table. */
 export function managementHandlers(rt: ActorRuntime): Map<string, ManagementHandler> {
-  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...insightsRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...policyRoutes(rt), ...graphqlRoutes(rt)]);
+  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...insightsRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...policyRoutes(rt), ...changeRequestRoutes(rt), ...graphqlRoutes(rt)]);
 }

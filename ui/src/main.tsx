@@ -9,6 +9,7 @@ import { FlagsPage } from './pages/flags';
 import { FlagPage } from './pages/flag';
 import { KeysPage } from './pages/keys';
 import { SegmentsPage } from './pages/segments';
+import { ChangeRequestsPage } from './pages/change-requests';
 import { OrganizationPage } from './pages/organization';
 import { AuditPage } from './pages/audit';
 import { CleanupPage } from './pages/cleanup';
@@ -87,6 +88,7 @@ function Nav({ s, path, onSignOut }: { s: Session; path: string; onSignOut: () =
     ['Flags', '', s.can.read],
     ['Segments', 'segments', s.can.read],
     ['Cleanup', 'cleanup', s.can.read],
+    ['Change requests', 'change-requests', s.can.read],
     ['Keys', 'keys', s.can.admin],
     ['Organization', 'organization', s.can.read],
     ['Audit log', 'audit', s.can.read && s.hasAudit],
@@ -136,6 +138,7 @@ function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq:
   if (parts[0] === 'flags' && parts[1]) return <FlagPage key={parts[1]} name={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'keys') return <KeysPage />;
   if (parts[0] === 'segments') return <SegmentsPage />;
+  if (parts[0] === 'change-requests') return <ChangeRequestsPage key={parts[1] ?? ''} id={parts[1] ? decodeURIComponent(parts[1]) : undefined} />;
   if (parts[0] === 'organization') return <OrganizationPage />;
   if (parts[0] === 'cleanup') return <CleanupPage />;
   if (parts[0] === 'audit' && s.hasAudit) return <AuditPage flag={query.get('flag') ?? ''} />;

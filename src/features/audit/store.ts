@@ -16,9 +16,10 @@ interface EventRow {
   after: unknown;
   schedule_id: string | null;
   bypass: { reason: string } | null;
+  change_request_id: string | null;
 }
 
-const COLUMNS = 'id::text as id, at, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass';
+const COLUMNS = 'id::text as id, at, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass, change_request_id';
 
 const toEvent = (r: EventRow): AuditEvent => ({
   id: r.id,
@@ -36,6 +37,8 @@ const toEvent = (r: EventRow): AuditEvent => ({
   ...(r.schedule_id === null ? {} : { scheduleId: r.schedule_id }),
   // Only a write that bypassed a protected environment's review names its reason (docs/audit.md, "Bypass").
   ...(r.bypass === null || r.bypass === undefined ? {} : { bypass: r.bypass }),
+  // Only the events of a change request name it (docs/change-requests.md).
+  ...(r.change_request_id == null ? {} : { changeRequestId: r.change_request_id }),
 });
 
 /** `undefined` (a delete's `after`) is stored as SQL null, like an explicit null. */
@@ -44,10 +47,10 @@ const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null
 export async function insertEvent(q: Queryable, orgId: string, actor: AuditActor, c: AuditChange): Promise<void> {
   // `::text::json`: the parameter is JSON text on both drivers, and `json` keeps its field order.
   await q.query(
-    `insert into audit_events (org_id, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass)
-     values ($1, $2::text::json, $3, $4, $5, $6, $7, $8, $9::text::json, $10::text::json, $11, $12::text::json)`,
+    `insert into audit_events (org_id, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass, change_request_id)
+     values ($1, $2::text::json, $3, $4, $5, $6, $7, $8, $9::text::json, $10::text::json, $11, $12::text::json, $13)`,
     [orgId, json(actor), c.action, c.target.type, c.target.name, c.target.stage ?? null,
-      c.target.stage === undefined ? null : (c.target.clientId ?? null), c.application, jsonOrNull(c.before), jsonOrNull(c.after), c.scheduleId ?? null, jsonOrNull(c.bypass)],
+      c.target.stage === undefined ? null : (c.target.clientId ?? null), c.application, jsonOrNull(c.before), jsonOrNull(c.after), c.scheduleId ?? null, jsonOrNull(c.bypass), c.changeRequestId ?? null],
   );
 }
 

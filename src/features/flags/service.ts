@@ -34,6 +34,7 @@ import {
   validateConfigAgainstFlag,
   validateVariants,
   type TenancyLimits,
+  type UpdateFlagInput,
   type UpsertFlagConfigInput,
 } from '../../domain/validation.js';
 import type { CompiledFlag } from '../../engine/index.js';
@@ -44,8 +45,8 @@ import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
 import { cancelPendingSchedules } from '../schedules/store.js';
 import { tracker } from '../insights/tracker.js';
-import { actorOf, writeOrg } from '../write.js';
-import { flagEffect, guardWrite } from '../policies/guard.js';
+import { actorOf, writeOrg, type Audited } from '../write.js';
+import { flagEffect, guardWrite, type GuardOptions } from '../policies/guard.js';
 import * as store from './store.js';
 
 export type FlagWithConfigs = Flag & { configs: FlagConfig[] };
@@ -232,48 +233,56 @@ export async function createFlag(rt: ActorRuntime, auth: Authenticated, raw: unk
   });
 }
 
-export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
-  const p = auth.principal;
+/** The checks an update needs before its transaction: permission, environment scope, body (403, 400). */
+export function prepareUpdateFlag(rt: ActorRuntime, p: Principal, raw: unknown): UpdateFlagInput {
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p);
-  const input = parseUpdateFlag(raw, rt.config.tenancyLimits);
+  return parseUpdateFlag(raw, rt.config.tenancyLimits);
+}
+
+export async function updateFlag(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Flag> {
+  const p = auth.principal;
+  const input = prepareUpdateFlag(rt, p, raw);
+  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx, org) => updateFlagTx(tx, org, p, name, input));
+}
+
+/** A flag update inside a write's transaction (the direct write, a change request's apply). */
+export async function updateFlagTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpdateFlagInput, guard: GuardOptions = {}): Promise<Audited<Flag>> {
   // An update that only sets isArchived is an archive or a restore (GraphQL archiveFlag /
   // restoreFlag, or REST PUT {"isArchived": ...}); anything else is flag.update.
   const onlyArchive = input.isArchived !== undefined && Object.keys(input).length === 1;
   const action = onlyArchive ? (input.isArchived ? 'flag.archive' : 'flag.restore') : 'flag.update';
-  return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
-    const cur = await loadForWrite(tx, p, name);
-    // Protected environments (policies/guard.ts): where this flag or a dependant has a configuration.
-    await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, Object.keys(input)));
-    const type = input.type ?? cur.type;
-    const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
-    if (input.variants !== undefined) {
-      const keys = new Set(variants.map((v) => v.key));
-      for (const c of await store.listConfigs(tx, p.orgId, name)) {
-        const used = [c.defaultVariantKey, ...c.rules.flatMap((r) => r.allocations.map((a) => a.variantKey))];
-        const gone = used.find((k) => !keys.has(k));
-        if (gone !== undefined) throw conflict(`Variant '${gone}' is still used by the '${c.stage}' configuration`);
-      }
-      for (const child of await store.flagsDependingOn(tx, p.orgId, name)) {
-        const dep = child.dependencies.find((d) => d.flag === name)!;
-        const gone = (dep.variants ?? []).find((k) => !keys.has(k));
-        if (gone !== undefined) throw conflict(`Variant '${gone}' is still required by dependent flag '${child.name}'`);
-      }
+  const cur = await loadForWrite(tx, p, name);
+  // Protected environments (policies/guard.ts): where this flag or a dependant has a configuration.
+  await guardWrite(tx, org, p, () => flagEffect(tx, p.orgId, cur.name, Object.keys(input)), guard);
+  const type = input.type ?? cur.type;
+  const variants = input.variants !== undefined || input.type !== undefined ? validateVariants(type, input.variants ?? cur.variants) : cur.variants;
+  if (input.variants !== undefined) {
+    const keys = new Set(variants.map((v) => v.key));
+    for (const c of await store.listConfigs(tx, p.orgId, name)) {
+      const used = [c.defaultVariantKey, ...c.rules.flatMap((r) => r.allocations.map((a) => a.variantKey))];
+      const gone = used.find((k) => !keys.has(k));
+      if (gone !== undefined) throw conflict(`Variant '${gone}' is still used by the '${c.stage}' configuration`);
     }
-    const dependencies = input.dependencies !== undefined ? normaliseDeps(input.dependencies) : cur.dependencies;
-    if (input.dependencies !== undefined) await checkDependencies(tx, p.orgId, name, cur.environments, dependencies, p);
-    const saved = await store.saveFlag(tx, p.orgId, {
-      ...cur,
-      type,
-      variants,
-      dependencies,
-      description: input.description !== undefined ? input.description : cur.description,
-      tags: input.tags ?? cur.tags,
-      isArchived: input.isArchived ?? cur.isArchived,
-      purpose: input.purpose ?? cur.purpose,
-    });
-    return { result: saved!, audit: flagChange(action, cur, saved) };
+    for (const child of await store.flagsDependingOn(tx, p.orgId, name)) {
+      const dep = child.dependencies.find((d) => d.flag === name)!;
+      const gone = (dep.variants ?? []).find((k) => !keys.has(k));
+      if (gone !== undefined) throw conflict(`Variant '${gone}' is still required by dependent flag '${child.name}'`);
+    }
+  }
+  const dependencies = input.dependencies !== undefined ? normaliseDeps(input.dependencies) : cur.dependencies;
+  if (input.dependencies !== undefined) await checkDependencies(tx, p.orgId, name, cur.environments, dependencies, p);
+  const saved = await store.saveFlag(tx, p.orgId, {
+    ...cur,
+    type,
+    variants,
+    dependencies,
+    description: input.description !== undefined ? input.description : cur.description,
+    tags: input.tags ?? cur.tags,
+    isArchived: input.isArchived ?? cur.isArchived,
+    purpose: input.purpose ?? cur.purpose,
   });
+  return { result: saved!, audit: flagChange(action, cur, saved) };
 }
 
 export const setArchived = (rt: ActorRuntime, auth: Authenticated, name: string, isArchived: boolean): Promise<Flag> =>
@@ -424,11 +433,17 @@ export async function upsertConfigAs(rt: ActorRuntime, p: Principal, name: strin
   const input = parseConfigUpsert(rt, raw);
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
-    const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, rt.config.tenancyLimits);
-    await guardWrite(tx, org, p, { kind: 'config', stage });
-    const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
-    return { result: saved, audit: scheduled(configChange('config.upsert', flag, before, saved), by) };
+    const done = await upsertConfigTx(tx, org, p, name, input, rt.config.tenancyLimits);
+    return { result: done.result, audit: scheduled(done.audit, by) };
   });
+}
+
+/** A configuration upsert inside a write's transaction (the direct write, a schedule, a change request's apply). */
+export async function upsertConfigTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpsertFlagConfigInput, limits: TenancyLimits, guard: GuardOptions = {}): Promise<Audited<FlagConfig>> {
+  const { flag, stage, before } = await checkConfigUpsert(tx, p, org, name, input, limits);
+  await guardWrite(tx, org, p, { kind: 'config', stage }, guard);
+  const saved = await store.upsertConfig(tx, p.orgId, name, toConfig(stage, input));
+  return { result: saved, audit: configChange('config.upsert', flag, before, saved) };
 }
 
 const configNotFound = (name: string, stage: string, clientId: string | null) =>
@@ -451,23 +466,32 @@ export async function setConfigEnabledAs(rt: ActorRuntime, p: Principal, name: s
   requirePermission(p, 'CanWrite');
   return writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
     await by?.claim(tx, org);
-    const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
-    await guardWrite(tx, org, p, { kind: 'config', stage: canonical });
-    const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
-    return { result: saved, audit: scheduled(configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved), by) };
+    const done = await setConfigEnabledTx(tx, org, p, name, stage, clientId, enabled);
+    return { result: done.result, audit: scheduled(done.audit, by) };
   });
+}
+
+/** An enable or disable inside a write's transaction. */
+export async function setConfigEnabledTx(tx: Queryable, org: Organization, p: Principal, name: string, stage: string, clientId: string | null, enabled: boolean, guard: GuardOptions = {}): Promise<Audited<FlagConfig>> {
+  const { flag, stage: canonical, before } = await checkConfigToggle(tx, p, name, stage, clientId);
+  await guardWrite(tx, org, p, { kind: 'config', stage: canonical }, guard);
+  const saved = (await store.setConfigEnabled(tx, p.orgId, name, canonical, clientId, enabled))!;
+  return { result: saved, audit: configChange(enabled ? 'config.enable' : 'config.disable', flag, before, saved) };
 }
 
 export async function deleteConfig(rt: ActorRuntime, auth: Authenticated, name: string, stage: string, clientId: string | null): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
-  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, async (tx, org) => {
-    const flag = await loadForWrite(tx, p, name);
-    const canonical = flagStage(p, flag, stage);
-    await guardWrite(tx, org, p, { kind: 'config', stage: canonical });
-    const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
-    if (before === null) throw configNotFound(name, canonical, clientId);
-    await cancelPendingSchedules(tx, p.orgId, name, { stage: canonical, clientId });
-    return { result: undefined, audit: configChange('config.delete', flag, before, null) };
-  });
+  await writeOrg(rt, actorOf(p), p.orgId, { flag: name }, (tx, org) => deleteConfigTx(tx, org, p, name, stage, clientId));
+}
+
+/** A configuration delete inside a write's transaction (its pending schedules cancelled with it). */
+export async function deleteConfigTx(tx: Queryable, org: Organization, p: Principal, name: string, stage: string, clientId: string | null, guard: GuardOptions = {}): Promise<Audited<undefined>> {
+  const flag = await loadForWrite(tx, p, name);
+  const canonical = flagStage(p, flag, stage);
+  await guardWrite(tx, org, p, { kind: 'config', stage: canonical }, guard);
+  const before = await store.deleteConfig(tx, p.orgId, name, canonical, clientId);
+  if (before === null) throw configNotFound(name, canonical, clientId);
+  await cancelPendingSchedules(tx, p.orgId, name, { stage: canonical, clientId });
+  return { result: undefined, audit: configChange('config.delete', flag, before, null) };
 }

@@ -5,7 +5,7 @@
  * every use.
  */
 import type { Authenticated } from '../../auth/authenticate.js';
-import { requirePermission, requireUnscoped } from '../../auth/permissions.js';
+import { requirePermission, requireUnscoped, type Principal } from '../../auth/permissions.js';
 import { badRequest, conflict, notFound } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/name-matching.js';
 import type { KillSwitchRule, Organization } from '../../domain/types.js';
@@ -21,7 +21,7 @@ import { renameScheduleStage } from '../schedules/store.js';
 import { forgetKey } from '../keys/service.js';
 import { actorOf, writeOrg, type Audited } from '../write.js';
 import { updateOrgSettings } from './store.js';
-import { guardWrite } from '../policies/guard.js';
+import { guardWrite, type GuardOptions } from '../policies/guard.js';
 import { deletePolicy, renamePolicyStage } from '../policies/store.js';
 
 export type OrgList = 'environments' | 'applications';
@@ -156,21 +156,30 @@ export async function renameInList(rt: ActorRuntime, auth: Authenticated, list: 
 }
 
 export async function replaceKillSwitch(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<KillSwitchRule[]> {
-  requireOrgWriter(auth, 'Changing the kill switch');
-  const rules = parseKillSwitchRules(raw);
-  return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', async (tx, org) => {
-    const canonical = rules.map((r) => {
-      const application = r.application === null ? null : findName(org.applications, r.application);
-      const environment = r.environment === null ? null : findName(org.environments, r.environment);
-      if (application === undefined) throw badRequest(`Unknown application '${r.application}'`);
-      if (environment === undefined) throw badRequest(`Unknown environment '${r.environment}'`);
-      return { flag: r.flag, application, environment };
-    });
-    await guardWrite(tx, org, auth.principal, { kind: 'killSwitch', before: org.killSwitch, after: canonical });
-    const saved = await updateOrgSettings(tx, org.id, { killSwitch: canonical });
-    return {
-      result: saved.killSwitch,
-      audit: orgChange('org.killswitch', org.name, { killSwitch: org.killSwitch }, { killSwitch: saved.killSwitch }),
-    };
+  const rules = prepareKillSwitch(auth.principal, raw);
+  return writeOrg(rt, actorOf(auth.principal), auth.principal.orgId, 'settings', (tx, org) => replaceKillSwitchTx(tx, org, auth.principal, rules));
+}
+
+/** The checks a kill-switch write needs before its transaction (403, 400). */
+export function prepareKillSwitch(p: Principal, raw: unknown): KillSwitchRule[] {
+  requirePermission(p, 'CanWrite');
+  requireUnscoped(p, 'Changing the kill switch');
+  return parseKillSwitchRules(raw);
+}
+
+/** A kill-switch write inside a write's transaction (the direct write, a change request's apply). */
+export async function replaceKillSwitchTx(tx: Queryable, org: Organization, p: Principal, rules: KillSwitchRule[], guard: GuardOptions = {}): Promise<Audited<KillSwitchRule[]>> {
+  const canonical = rules.map((r) => {
+    const application = r.application === null ? null : findName(org.applications, r.application);
+    const environment = r.environment === null ? null : findName(org.environments, r.environment);
+    if (application === undefined) throw badRequest(`Unknown application '${r.application}'`);
+    if (environment === undefined) throw badRequest(`Unknown environment '${r.environment}'`);
+    return { flag: r.flag, application, environment };
   });
+  await guardWrite(tx, org, p, { kind: 'killSwitch', before: org.killSwitch, after: canonical }, guard);
+  const saved = await updateOrgSettings(tx, org.id, { killSwitch: canonical });
+  return {
+    result: saved.killSwitch,
+    audit: orgChange('org.killswitch', org.name, { killSwitch: org.killSwitch }, { killSwitch: saved.killSwitch }),
+  };
 }

@@ -24,6 +24,7 @@ import * as flags from '../flags/service.js';
 import * as store from './store.js';
 import { bypassContext } from '../policies/bypass.js';
 import { findKeyWithHash } from '../keys/store.js';
+import { applyDueRequests, msToNextRequest } from '../change-requests/scheduled.js';
 
 /** The safety poll: at most this long between two looks at the soonest pending schedule. */
 export const SAFETY_POLL_MS = 30_000;
@@ -35,6 +36,8 @@ const RETRY_MS = 1000;
 const CHANGE_COALESCE_MS = 50;
 /** A refusal that makes a schedule fail; anything else (UNAVAILABLE, a lost connection) is tried again. */
 const FINAL = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYMENT_REQUIRED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'QUOTA_EXCEEDED']);
+
+const minOf = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /** Thrown inside the write's transaction when another node holds or has applied the schedule. */
 class Taken extends Error {}
@@ -109,7 +112,9 @@ export class ScheduleRunner {
       for (const s of due) if (!(await this.apply(s))) retry = true;
       if (due.length < BATCH || this.stopped) break;
     }
-    const ms = await store.msToNextPending(this.rt.db);
+    // Scheduled change requests (docs/change-requests.md) share the timer.
+    if (!(await applyDueRequests(this.rt))) retry = true;
+    const ms = minOf(await store.msToNextPending(this.rt.db), await msToNextRequest(this.rt));
     if (ms === null) this.arm(retry ? RETRY_MS : null);
     else this.arm(Math.min(Math.max(ms, 0) + 2, retry ? RETRY_MS : SAFETY_POLL_MS));
   }

@@ -15,14 +15,14 @@ import type { Authenticated } from '../../auth/authenticate.js';
 import { inApplicationScope, requireApplication, requireFlagLevelWriter, requirePermission, type Principal } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/name-matching.js';
-import type { Segment } from '../../domain/types.js';
-import { parseCreateSegment, parseUpdateSegment, quotaError } from '../../domain/validation.js';
+import type { Organization, Segment } from '../../domain/types.js';
+import { parseCreateSegment, parseUpdateSegment, quotaError, type CreateSegmentInput, type TenancyLimits, type UpdateSegmentInput } from '../../domain/validation.js';
 import type { CompiledSegment } from '../../engine/index.js';
 import type { ActorRuntime } from '../../runtime.js';
 import type { Queryable } from '../../storage/database.js';
 import { segmentChange } from '../audit/events.js';
-import { actorOf, writeOrg } from '../write.js';
-import { guardWrite, segmentEffect } from '../policies/guard.js';
+import { actorOf, writeOrg, type Audited } from '../write.js';
+import { guardWrite, segmentEffect, type GuardOptions } from '../policies/guard.js';
 import * as store from './store.js';
 
 /** Whether the key sees (and may use in rules) the segment: its application's, or organization-wide. */
@@ -70,64 +70,83 @@ async function loadForWrite(tx: Queryable, p: Principal, name: string): Promise<
   return cur;
 }
 
-export async function createSegment(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<Segment> {
-  const p = auth.principal;
+/** The checks a create needs before its transaction (403, 400): the parsed input and its application. */
+export function prepareCreateSegment(rt: ActorRuntime, p: Principal, raw: unknown): { input: CreateSegmentInput; application: string | null } {
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
-  const limits = rt.config.tenancyLimits;
-  const input = parseCreateSegment(raw, limits);
+  const input = parseCreateSegment(raw, rt.config.tenancyLimits);
   // Absent: the key's own application (organization-wide for a key without application scope).
   const application = input.application === undefined ? p.application : input.application;
   requireSegmentWriter(p, application);
-  return writeOrg(rt, actorOf(p), p.orgId, { segment: input.name }, async (tx, org) => {
-    const canonical = application === null ? null : findName(org.applications, application);
-    if (canonical === undefined) throw badRequest(`Unknown application '${application}'`);
-    if ((await store.getSegment(tx, p.orgId, input.name)) !== null) throw conflict(`Segment '${input.name}' already exists`);
-    // Counted with the organization locked: concurrent creates cannot pass the limit together.
-    if ((await store.countSegments(tx, p.orgId)) >= limits.maxSegmentsPerOrg) throw quotaError(limits, 'maxSegmentsPerOrg');
-    const saved = await store.insertSegment(tx, p.orgId, {
-      name: input.name,
-      description: input.description,
-      application: canonical,
-      conditions: input.conditions,
-    });
-    return { result: saved, audit: segmentChange('segment.create', null, saved) };
+  return { input, application };
+}
+
+export async function createSegment(rt: ActorRuntime, auth: Authenticated, raw: unknown): Promise<Segment> {
+  const p = auth.principal;
+  const { input, application } = prepareCreateSegment(rt, p, raw);
+  return writeOrg(rt, actorOf(p), p.orgId, { segment: input.name }, (tx, org) => createSegmentTx(tx, org, p, input, application, rt.config.tenancyLimits));
+}
+
+/** A segment create inside a write's transaction (the direct write, a change request's apply). */
+export async function createSegmentTx(tx: Queryable, org: Organization, p: Principal, input: CreateSegmentInput, application: string | null, limits: TenancyLimits): Promise<Audited<Segment>> {
+  const canonical = application === null ? null : findName(org.applications, application);
+  if (canonical === undefined) throw badRequest(`Unknown application '${application}'`);
+  if ((await store.getSegment(tx, p.orgId, input.name)) !== null) throw conflict(`Segment '${input.name}' already exists`);
+  // Counted with the organization locked: concurrent creates cannot pass the limit together.
+  if ((await store.countSegments(tx, p.orgId)) >= limits.maxSegmentsPerOrg) throw quotaError(limits, 'maxSegmentsPerOrg');
+  const saved = await store.insertSegment(tx, p.orgId, {
+    name: input.name,
+    description: input.description,
+    application: canonical,
+    conditions: input.conditions,
   });
+  return { result: saved, audit: segmentChange('segment.create', null, saved) };
+}
+
+/** The checks an update needs before its transaction (403, 400). */
+export function prepareUpdateSegment(rt: ActorRuntime, p: Principal, raw: unknown): UpdateSegmentInput {
+  requirePermission(p, 'CanWrite');
+  requireFlagLevelWriter(p, 'segments');
+  return parseUpdateSegment(raw, rt.config.tenancyLimits);
 }
 
 export async function updateSegment(rt: ActorRuntime, auth: Authenticated, name: string, raw: unknown): Promise<Segment> {
   const p = auth.principal;
-  requirePermission(p, 'CanWrite');
-  requireFlagLevelWriter(p, 'segments');
-  const input = parseUpdateSegment(raw, rt.config.tenancyLimits);
-  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx, org) => {
-    const cur = await loadForWrite(tx, p, name);
-    // Its conditions change the answers of the configurations that use it (policies/guard.ts); its description none.
-    if (input.conditions !== undefined) await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name));
-    const saved = await store.saveSegment(tx, p.orgId, {
-      ...cur,
-      description: input.description !== undefined ? input.description : cur.description,
-      conditions: input.conditions ?? cur.conditions,
-    });
-    return { result: saved, audit: segmentChange('segment.update', cur, saved) };
+  const input = prepareUpdateSegment(rt, p, raw);
+  return writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx, org) => updateSegmentTx(tx, org, p, name, input));
+}
+
+/** A segment update inside a write's transaction. */
+export async function updateSegmentTx(tx: Queryable, org: Organization, p: Principal, name: string, input: UpdateSegmentInput, guard: GuardOptions = {}): Promise<Audited<Segment>> {
+  const cur = await loadForWrite(tx, p, name);
+  // Its conditions change the answers of the configurations that use it (policies/guard.ts); its description none.
+  if (input.conditions !== undefined) await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name), guard);
+  const saved = await store.saveSegment(tx, p.orgId, {
+    ...cur,
+    description: input.description !== undefined ? input.description : cur.description,
+    conditions: input.conditions ?? cur.conditions,
   });
+  return { result: saved, audit: segmentChange('segment.update', cur, saved) };
 }
 
 export async function deleteSegment(rt: ActorRuntime, auth: Authenticated, name: string): Promise<void> {
   const p = auth.principal;
   requirePermission(p, 'CanWrite');
   requireFlagLevelWriter(p, 'segments');
-  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, async (tx, org) => {
-    const cur = await loadForWrite(tx, p, name);
-    await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name));
-    const users = await store.flagsUsingSegment(tx, p.orgId, name);
-    if (users.length > 0) {
-      const named = users.map((f) => `'${f}'`).join(', ');
-      throw conflict(`Segment '${name}' is used by the rules of flag${users.length === 1 ? '' : 's'} ${named}`);
-    }
-    await store.deleteSegment(tx, p.orgId, name);
-    return { result: undefined, audit: segmentChange('segment.delete', cur, null) };
-  });
+  await writeOrg(rt, actorOf(p), p.orgId, { segment: name }, (tx, org) => deleteSegmentTx(tx, org, p, name));
+}
+
+/** A segment delete inside a write's transaction: 409 while a rule uses it. */
+export async function deleteSegmentTx(tx: Queryable, org: Organization, p: Principal, name: string, guard: GuardOptions = {}): Promise<Audited<undefined>> {
+  const cur = await loadForWrite(tx, p, name);
+  await guardWrite(tx, org, p, () => segmentEffect(tx, p.orgId, cur.name), guard);
+  const users = await store.flagsUsingSegment(tx, p.orgId, name);
+  if (users.length > 0) {
+    const named = users.map((f) => `'${f}'`).join(', ');
+    throw conflict(`Segment '${name}' is used by the rules of flag${users.length === 1 ? '' : 's'} ${named}`);
+  }
+  await store.deleteSegment(tx, p.orgId, name);
+  return { result: undefined, audit: segmentChange('segment.delete', cur, null) };
 }
 
 /**

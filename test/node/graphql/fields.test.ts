@@ -505,6 +505,47 @@ t.test('flag insights, lifecycle: purpose, Flag.insights, insightsSettings, setI
   expectFieldError(t, await gql(n, admin, '{ flag(name: "lifecycle") { insights(bucket: "week") { status } } }'), ['flag', 'insights'], 'BAD_REQUEST');
 });
 
+t.test('change requests: every field and input of docs/change-requests.md', async (t) => {
+  const REVIEW = 'reviewer { keyId keyName operator } decision hash revision comment at voided';
+  const ALL = `id title description state approved revision hash author { keyName } changes diff environments
+    requiredApprovals { stage required approvals } approvals { ${REVIEW} } rejections { ${REVIEW} }
+    createdAt updatedAt appliedAt scheduledAt error reverts
+    history { revisions { revision hash author { keyName } changes diff environments createdAt } reviews { ${REVIEW} } }`;
+  const made = await gql(n, admin, `mutation {
+    createFlag(input: {name: "cr-f", project: "default", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}, {key: "off", value: false, valueType: "boolean"}]}) { name }
+    upsertFlagConfig(name: "cr-f", input: {stage: "production", clientId: "c9", enabled: true, defaultVariantKey: "off", rolloutPercentage: 100}) { stage }
+    createChangeRequest(input: {title: "cr", description: "d", changes: [
+      {op: "setConfigEnabled", flag: "cr-f", stage: "production", clientId: "c9", enabled: false}
+      {op: "upsertSegment", segment: "cr-s", input: {application: "default", conditions: []}}
+    ]}) { ${ALL} }
+  }`);
+  t.notOk(made.body.errors, 'no errors');
+  const cr = made.body.data?.createChangeRequest;
+  t.match(cr, { title: 'cr', description: 'd', state: 'open', approved: true, revision: 1, history: null }, 'a mutation answers the request without its history');
+  const upd = await gql(n, admin, `mutation { updateChangeRequest(id: "${cr.id}", input: {title: "cr2", description: null, changes: [{op: "setConfigEnabled", flag: "cr-f", stage: "production", clientId: "c9", enabled: false}]}) { id hash title } }`);
+  t.match(upd.body.data?.updateChangeRequest, { title: 'cr2' });
+  const hash = upd.body.data?.updateChangeRequest.hash;
+  const pv = await gql(n, admin, `mutation { previewChangeRequest(id: "${cr.id}", contexts: [{userId: "u", clientId: "c9", context: {a: 1}}], sample: null) {
+    evaluated changed flags { flag stage evaluated changed transitions { from to count } } examples { userId flag stage from to } } }`);
+  t.match(pv.body.data?.previewChangeRequest, { evaluated: 1, flags: [{ flag: 'cr-f', stage: 'production', evaluated: 1, transitions: [{ count: 1 }] }], examples: Array });
+  const rv = await gql(n, admin, `mutation { reviewChangeRequest(id: "${cr.id}", decision: "approve", hash: "${hash}", comment: "ok") { id } }`);
+  t.equal(rv.body.errors?.[0]?.extensions?.code, 'FORBIDDEN', 'the Admin key lacks CanApprove');
+  const at = new Date(Date.now() + 3_600_000).toISOString();
+  t.match((await gql(n, admin, `mutation { scheduleChangeRequest(id: "${cr.id}", at: "${at}", hash: "${hash}") { state } }`)).body.data, { scheduleChangeRequest: { state: 'scheduled' } });
+  t.match((await gql(n, admin, `mutation { rebaseChangeRequest(id: "${cr.id}") { revision state } }`)).body.data, { rebaseChangeRequest: { revision: 3, state: 'open' } });
+  const h3 = (await gql(n, admin, `{ changeRequest(id: "${cr.id}") { hash } }`)).body.data?.changeRequest.hash;
+  t.match((await gql(n, admin, `mutation { applyChangeRequest(id: "${cr.id}", hash: "${h3}") { state } }`)).body.data, { applyChangeRequest: { state: 'applied' } });
+  const rev = (await gql(n, admin, `mutation { revertChangeRequest(id: "${cr.id}") { id reverts } }`)).body.data?.revertChangeRequest;
+  t.equal(rev.reverts, cr.id);
+  t.match((await gql(n, admin, `mutation { closeChangeRequest(id: "${rev.id}") { state } }`)).body.data, { closeChangeRequest: { state: 'closed' } });
+  const full = await gql(n, admin, `{ changeRequest(id: "${cr.id}") { history { revisions { revision } reviews { voided } } } }`);
+  t.same(full.body.data?.changeRequest.history.revisions.map((r: { revision: number }) => r.revision), [1, 2, 3], 'the history of revisions');
+  const page = await gql(n, admin, '{ changeRequestConnection(state: null, first: 10, after: null) { nodes { id } totalCount pageInfo { endCursor hasNextPage } } }');
+  t.equal(page.body.data?.changeRequestConnection.totalCount, 2);
+  const log = await gql(n, admin, `{ auditLog(target: "${cr.id}", first: 1) { action changeRequestId } }`);
+  t.same(log.body.data?.auditLog, [{ action: 'change.apply', changeRequestId: cr.id }]);
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);

@@ -43,7 +43,7 @@ t.test('the document is valid OpenAPI 3.1 and covers exactly the served routes',
 
   for (const rt of n.node.routes) {
     const op = doc.paths[openApiPath(rt.pattern)][rt.method === 'del' ? 'delete' : rt.method];
-    const bodyless = /\/(rotate|disable|admin-keys)$/.test(rt.pattern);
+    const bodyless = /\/(rotate|disable|admin-keys|rebase|close|revert)$/.test(rt.pattern);
     if (HAS_BODY[rt.method] && !bodyless) t.ok(op.requestBody?.content?.['application/json']?.schema?.$ref, `${rt.method} ${rt.pattern} documents its body`);
     for (const [status, resp] of Object.entries<any>(op.responses)) {
       if (Number(status) < 400 && status !== 'default') continue;

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { sameName } from '../../../src/domain/name-matching';
 import { gql, CONFIG_FIELDS, type Flag, type FlagConfig } from '../api';
 import { ConditionsEditor } from '../conditions';
-import { ConfirmButton, Field, messageOf, Status, useBusy, useId } from '../components';
+import { ConfirmButton, Field, messageOf, Status, useBusy, useId, useLoad } from '../components';
 import { draftOf, knownPaths, newRule, placeApiError, toInput, type ConfigDraft, type Errors, type RuleDraft } from '../config-form';
 import { BASE } from '../router';
 
@@ -193,10 +193,14 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
   const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
 
   const fail = (err: unknown) => setErrors(placeApiError(messageOf(err), knownPaths(draft)));
+  // A protected environment (docs/change-requests.md): Save becomes "Propose change", a change request.
+  const policy = useLoad(() => gql<{ environmentPolicy: { requiredApprovals: number } | null }>('query($s: String!) { environmentPolicy(stage: $s) { requiredApprovals } }', { s: stage }), [stage]);
+  const isProtected = (policy.data?.environmentPolicy?.requiredApprovals ?? 0) > 0;
+  const [proposed, setProposed] = useState<string | null>(null);
 
   const toggle = async (enabled: boolean) => {
     set({ enabled });
-    if (!config) return; // saved with the form
+    if (!config || isProtected) return; // saved (or proposed) with the form
     setErrors({});
     await whileBusy(
       async () => {
@@ -218,6 +222,16 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
     setErrors(errs);
     if (!input) {
       setStatus('Not saved: fix the fields marked above.');
+      return;
+    }
+    if (isProtected) {
+      await whileBusy(async () => {
+        const r = await gql<{ createChangeRequest: { id: string } }>('mutation($i: ChangeRequestInput!) { createChangeRequest(input: $i) { id } }', {
+          i: { title: `${flag.name}: ${title}`, changes: [{ op: 'upsertConfig', flag: flag.name, input }] },
+        });
+        setProposed(r.createChangeRequest.id);
+        setStatus(`${title}: proposed as a change request; it applies once reviewed.`);
+      }, fail);
       return;
     }
     await whileBusy(
@@ -261,11 +275,12 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
         {errors.clientId && <p class="error" role="alert">{errors.clientId}</p>}
         {props.canWrite && (
           <div class="actions">
-            <button type="submit" class="primary" disabled={busy}>Save</button>
+            <button type="submit" class="primary" disabled={busy}>{isProtected ? 'Propose change' : 'Save'}</button>
             {config && <ConfirmButton label="Delete configuration" question={`Delete the ${title} configuration?`} confirmLabel="Yes, delete it" danger onConfirm={remove} />}
           </div>
         )}
         <Status text={status} />
+        {proposed && <p><a href={`${BASE}change-requests/${proposed}`}>Open the change request</a></p>}
       </form>
     </section>
   );
