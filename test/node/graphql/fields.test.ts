@@ -546,6 +546,26 @@ t.test('change requests: every field and input of docs/change-requests.md', asyn
   t.same(log.body.data?.auditLog, [{ action: 'change.apply', changeRequestId: cr.id }]);
 });
 
+t.test('environment policies: environmentPolicy, setEnvironmentPolicy, AuditEvent.bypass', async (t) => {
+  const set = await gql(n, admin, `mutation { setEnvironmentPolicy(stage: "production", input: {requiredApprovals: 1, allowSelfApproval: true, allowBypass: true}) {
+    environment requiredApprovals allowSelfApproval allowBypass } }`);
+  t.same(set.body.data?.setEnvironmentPolicy, { environment: 'production', requiredApprovals: 1, allowSelfApproval: true, allowBypass: true }, set.text);
+  const read = await gql(n, admin, '{ environmentPolicy(stage: "production") { environment requiredApprovals allowSelfApproval allowBypass } }');
+  t.same(read.body.data?.environmentPolicy, { environment: 'production', requiredApprovals: 1, allowSelfApproval: true, allowBypass: true });
+  const made = await gql(n, admin, 'mutation { createFlag(input: {name: "pol-f", project: "default", type: "boolean", variants: [{key: "on", value: true, valueType: "boolean"}]}) { name } }');
+  t.notOk(made.body.errors, made.text);
+  const bypassed = await n.req('POST', '/api/graphql', {
+    key: admin,
+    headers: { 'x-vexil-bypass-review': 'fields test' },
+    body: { query: 'mutation { upsertFlagConfig(name: "pol-f", input: {stage: "production", enabled: true, defaultVariantKey: "on", rolloutPercentage: 100}) { stage } }' },
+  });
+  t.same(bypassed.body.data?.upsertFlagConfig, { stage: 'production' }, bypassed.text);
+  const log = await gql(n, admin, '{ auditLog(target: "pol-f", first: 1) { action bypass { reason } } }');
+  t.same(log.body.data?.auditLog, [{ action: 'config.upsert', bypass: { reason: 'fields test' } }]);
+  const reset = await gql(n, admin, 'mutation { setEnvironmentPolicy(stage: "production", input: {requiredApprovals: 0}) { requiredApprovals } }');
+  t.same(reset.body.data?.setEnvironmentPolicy, { requiredApprovals: 0 });
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);
