@@ -163,6 +163,13 @@ export async function previewRequest(rt: ActorRuntime, auth: Authenticated, id: 
       await tx.query('rollback to savepoint change_request_preview');
     }
   });
-  const flags = affectedFlags(rev.targets, before, after);
-  return compare(before, after, flags, rev.environments, contexts!, rt.now());
+  // A scoped reader sees the answers of its own application and environment only (like a read of the flags).
+  const visible = (name: string): boolean => {
+    if (p.application === null) return true;
+    const cf = before.flags.get(name) ?? after.flags.get(name);
+    return cf !== undefined && sameName(cf.flag.project, p.application);
+  };
+  const flags = affectedFlags(rev.targets, before, after).filter(visible);
+  const stages = p.environment === null ? rev.environments : rev.environments.filter((s) => sameName(s, p.environment!));
+  return compare(before, after, flags, stages, contexts!, rt.now());
 }

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { createOrg, evalKey, expectProblem, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
+import { createOrg, evalKey, expectProblem, makeKey, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
 import { act, apply, propose, upsert } from '../../helpers/change-requests.js';
 import type { TestNode } from '../../helpers/node.js';
 
@@ -123,6 +123,18 @@ t.test('preview', async (t) => {
     expectProblem(t, await pv({ sample: true }), 400, 'BAD_REQUEST', /sample/);
     expectProblem(t, await n.req('POST', '/api/change-requests/cr_0000000000aaaaaaaaaa/preview', { key: admin, body: { contexts: [] } }), 404, 'NOT_FOUND');
     t.equal((await n.req('GET', `/api/flags/other`, { key: admin })).body.configs[0].defaultVariantKey, 'on', 'a preview writes nothing');
+    must(t, await act(n, admin, open.id, 'close'), 200, 'close');
+  });
+
+  t.test('a scoped reader previews only its own application and environment', async (t) => {
+    const open = must(t, await propose(n, admin, [upsert('other', { defaultVariantKey: 'off' })]), 201, 'another').body;
+    const preview = async (key: string) => must(t, await n.req('POST', `/api/change-requests/${open.id}/preview`, { key, body: { contexts: [{ userId: 'u' }] } }), 200, 'preview').body;
+    const billing = await makeKey(n, admin, { permissions: ['CanRead'], application: 'billing' });
+    const webDev = await makeKey(n, admin, { permissions: ['CanRead'], application: 'web', environment: 'development' });
+    const webProd = await makeKey(n, admin, { permissions: ['CanRead'], application: 'web', environment: 'production' });
+    t.same(await preview(billing), { evaluated: 0, changed: 0, flags: [], examples: [] }, 'another application: nothing of web is shown');
+    t.same(await preview(webDev), { evaluated: 0, changed: 0, flags: [], examples: [] }, 'another environment: nothing of production is shown');
+    t.match(await preview(webProd), { evaluated: 1, changed: 1, flags: [{ flag: 'other', stage: 'production' }] }, 'its own application and environment');
     must(t, await act(n, admin, open.id, 'close'), 200, 'close');
   });
 });
