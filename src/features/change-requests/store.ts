@@ -32,16 +32,9 @@ export interface StoredRequest {
   appliedVersion: number | null;
 }
 
-export interface StoredRevision {
-  revision: number;
-  hash: string;
+/** A revision as read back: what was written (`NewRevision`), its author's key id and its time. */
+export interface StoredRevision extends NewRevision {
   authorKeyId: string;
-  author: KeyRef;
-  changes: Change[];
-  targets: Target[];
-  bases: Record<string, unknown>;
-  afters: Record<string, unknown>;
-  environments: string[];
   createdAt: string;
 }
 
