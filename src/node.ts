@@ -192,6 +192,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             snapshotAgeSeconds: () => (Date.now() - Math.max(snapshotChangedAt, sync.lastPollAt)) / 1000,
             busRejected: () => (bus instanceof NatsBus ? bus.rejected : new Map()),
             snapshotReads: () => actor.snapshotReads,
+            webhooks: () => actor.asks.webhookStats(),
           },
           rt.evalCounts,
         )

@@ -18,6 +18,7 @@
 import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
+import { WebhookDispatcher } from '../features/webhooks/dispatcher.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
 import { snapshotSource } from '../features/snapshot-source.js';
@@ -120,6 +121,8 @@ export class ManagementActorMain {
   private asks: FrontAsks | null = null;
   /** Applies due schedules (features/schedules/runner.ts); set once started. */
   private runner: ScheduleRunner | null = null;
+  /** Sends webhook messages (features/webhooks/dispatcher.ts); set once started. */
+  private webhooks: WebhookDispatcher | null = null;
   /** Counts its own evaluations (a management GraphQL document may evaluate), sent to the front with each reply. */
   private readonly counts = new EvalCounts();
 
@@ -253,6 +256,9 @@ export class ManagementActorMain {
       // Scheduled changes run here, off the front thread (docs/cluster.md, "Scheduled changes").
       this.runner = new ScheduleRunner(this.rt);
       this.runner.start();
+      // Webhook deliveries run here too, off the front thread (docs/webhooks.md).
+      this.webhooks = new WebhookDispatcher(this.rt);
+      this.webhooks.start();
     } catch (err) {
       await db.close().catch(() => {});
       this.initFailed(m, err);
@@ -418,7 +424,7 @@ export class ManagementActorMain {
       return;
     }
     try {
-      this.asks ??= frontAsks(this.rt.db);
+      this.asks ??= frontAsks(this.rt.db, async () => (this.webhooks === null ? { deliveries: [], pending: 0, oldestPendingSeconds: 0 } : this.webhooks.stats()));
       const answer = (this.asks[name] as (...a: unknown[]) => Promise<unknown>)(...args);
       this.post({ t: 'answer', id, value: await answer });
     } catch (err) {
@@ -448,6 +454,7 @@ export class ManagementActorMain {
     if (this.closing) return;
     this.closing = true;
     this.runner?.stop();
+    this.webhooks?.stop();
     try {
       await this.rt?.db.close();
     } finally {

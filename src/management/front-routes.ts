@@ -7,6 +7,7 @@ import { admitKey, admitOperator } from '../auth/admission.js';
 // What the OpenAPI document (served by the front) says about the segment and schedule routes.
 import '../features/schedules/openapi.js';
 import '../features/segments/openapi.js';
+import '../features/webhooks/openapi.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import type { Route } from '../http/router.js';
 import { admitGraphQL } from '../graphql/admit.js';

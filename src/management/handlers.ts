@@ -9,10 +9,11 @@ import { operatorRoutes } from '../features/operator/routes.js';
 import { segmentRoutes } from '../features/segments/routes.js';
 import { scheduleRoutes } from '../features/schedules/routes.js';
 import { graphqlRoutes } from '../graphql/routes.js';
+import { webhookRoutes } from '../features/webhooks/routes.js';
 import type { ActorRuntime } from '../runtime.js';
 import { checkHandlers, type ManagementHandler } from './boundary.js';
 
 /** Every management handler, by route id (mailbox.ts `routeId`); throws unless they match the admission table. */
 export function managementHandlers(rt: ActorRuntime): Map<string, ManagementHandler> {
-  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...graphqlRoutes(rt)]);
+  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...webhookRoutes(rt), ...graphqlRoutes(rt)]);
 }
