@@ -39,6 +39,7 @@ export function send(req: SendRequest): Promise<SendResult> {
   const host = u.hostname.replace(/^\[|\]$/g, '');
   return new Promise((resolve) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (r: Omit<SendResult, 'durationMs'>) => {
       if (done) return;
       done = true;
@@ -92,7 +93,7 @@ export function send(req: SendRequest): Promise<SendResult> {
       if (err instanceof BlockedAddressError) fail(err.message);
       else fail(`${err.code ?? 'ERROR'}: ${err.message}`.slice(0, 500));
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       fail(`timeout after ${req.timeoutMs} ms`);
       r.destroy();
     }, req.timeoutMs);
