@@ -31,8 +31,12 @@ export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
 /** Finished messages (and their attempts) are kept this long for the deliveries log and replay. */
 export const KEEP_FINISHED_MS = 7 * 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
-/** A lease outlasts an attempt by this much. */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * A claim's lease: twice an attempt's timeout and a second (21 s by default), room for the
+ * recording after the attempt and for the nodes' clocks to differ a little. A node that dies
+ * mid-attempt holds its messages' endpoints this long.
+ */
+export const leaseMs = (timeoutMs: number): number => 2 * timeoutMs + 1000;
 
 export interface WebhookStats {
   deliveries: [string, number][];
@@ -119,7 +123,7 @@ export class WebhookDispatcher {
     const free = this.settings.concurrency - this.busy.size;
     if (free > 0) {
       const claimed = await this.rt.db.transaction((tx) =>
-        store.claimDue(tx, now, this.settings.timeoutMs + LEASE_MARGIN_MS, free, randomUUID(), [...this.busy]),
+        store.claimDue(tx, now, leaseMs(this.settings.timeoutMs), free, randomUUID(), [...this.busy]),
       );
       for (const c of claimed) {
         this.busy.add(c.endpoint.id);
