@@ -8,7 +8,7 @@
  * - Anything else (another status, a timeout, a network error, an address refused): tried again
  *   after an exponential backoff with jitter: attempt n waits base * 2^(n-1), capped at `maxMs`,
  *   times a factor in [0.5, 1] (the first retry within `base`, about 2 s), or what `Retry-After`
- *   asks for (at least that long, at most `maxMs`).
+ *   asks for (that long, read as at most RETRY_AFTER_MAX_MS: an hour).
  * - Given up once a failure happens `retryForMs` (3 days) or more after the message was recorded:
  *   retries go on for at least that long.
  */
@@ -21,6 +21,9 @@ export interface RetryPolicy {
   /** How long after the message was recorded failures are still retried: 3 days. */
   retryForMs: number;
 }
+
+/** The longest `Retry-After` honoured as given; a longer one is read as this. */
+export const RETRY_AFTER_MAX_MS = 3_600_000;
 
 export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({ baseMs: 2000, maxMs: 3_600_000, retryForMs: 3 * 86_400_000 });
 
@@ -64,6 +67,6 @@ export function decide(outcome: AttemptOutcome, attempt: number, createdAt: numb
   if (s === 410) return { kind: 'disable' };
   if (now - createdAt >= policy.retryForMs) return { kind: 'give-up' };
   const backoff = backoffMs(attempt, policy, random);
-  const gap = outcome.retryAfterMs === null ? backoff : Math.min(Math.max(outcome.retryAfterMs, 0), policy.maxMs);
+  const gap = outcome.retryAfterMs === null ? backoff : Math.min(Math.max(outcome.retryAfterMs, 0), RETRY_AFTER_MAX_MS);
   return { kind: 'retry', at: now + gap };
 }
