@@ -18,6 +18,7 @@ import * as keys from '../features/keys/service.js';
 import * as orgs from '../features/organizations/service.js';
 import * as segments from '../features/segments/service.js';
 import * as schedules from '../features/schedules/service.js';
+import { webhookResolvers } from '../features/webhooks/graphql.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
@@ -129,4 +130,5 @@ Mutation.deleteSegment = async (_s, a, ctx) => {
 };
 
 /** Every field: the schema the management actor executes with. */
-export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };
+// Webhooks (docs/webhooks.md): their fields live in their feature folder.
+export const resolvers: ResolverMap = { Query: { ...Query, ...webhookResolvers.Query }, Mutation: { ...Mutation, ...webhookResolvers.Mutation }, Flag, AuditActor, WebhookEndpoint: webhookResolvers.WebhookEndpoint };

@@ -28,6 +28,7 @@
  * marker object that `materializeAny` replaces with the variable's value when a resolver runs
  * (only for documents that contain such a literal; `trackDeferredAny` reports that at compile time).
  */
+import { webhookTypeDefs } from '../features/webhooks/graphql-schema.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
@@ -296,7 +297,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + webhookTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import { createServer } from 'node:http';
 import { createFlag, startTestNode, upsertConfig, type TestNode } from '../../helpers/node.js';
 import { freePort, until } from '../../helpers/cluster.js';
 import { scrape } from '../../helpers/metrics.js';
+import { expectFieldError, gql } from '../../helpers/graphql.js';
 import { createEndpoint, deliveries, Receiver, verify, WEBHOOK_ENV, type Received } from '../../helpers/webhooks.js';
 
 t.setTimeout(120_000);
@@ -193,6 +194,38 @@ t.test('webhook delivery', async (t) => {
     t.same([...p1.body, ...p2.body], all);
     t.equal(p2.headers.get('link'), null);
     await remove(e.id);
+  });
+
+  t.test('GraphQL mirrors REST', async (t) => {
+    const E = 'id url events description enabled disabledReason createdAt updatedAt';
+    const c = await gql(n, n.adminKey, `mutation($i: WebhookEndpointInput!) { createWebhook(input: $i) { secret endpoint { ${E} } } }`, { i: { url: `${rx.url}/gql`, events: ['flag.create'] } });
+    t.equal(c.status, 200);
+    t.notOk(c.body.errors, JSON.stringify(c.body.errors));
+    const { secret, endpoint } = c.body.data.createWebhook;
+    t.match(secret, /^whsec_/);
+    t.match(endpoint, { url: `${rx.url}/gql`, events: ['flag.create'], enabled: true, description: '' });
+    const bad = await gql(n, n.adminKey, `mutation { createWebhook(input: {url: "ftp://x", events: ["*"]}) { secret } }`);
+    expectFieldError(t, bad, ['createWebhook'], 'BAD_REQUEST');
+    const test = await gql(n, n.adminKey, `mutation { sendWebhookTest(id: "${endpoint.id}") }`);
+    const messageId = test.body.data.sendWebhookTest;
+    t.match(messageId, /^msg_/);
+    await waitFor('/gql', 1);
+    t.equal(verify(secret, rx.at('/gql')[0]).type, 'webhook.test');
+    const replay = await gql(n, n.adminKey, `mutation { replayWebhookMessage(id: "${endpoint.id}", messageId: "${messageId}") }`);
+    t.equal(replay.body.data.replayWebhookMessage, messageId);
+    await waitFor('/gql', 2);
+    const q = await gql(n, n.adminKey, `{ webhooks { id } webhook(id: "${endpoint.id}") { ${E} deliveries(first: 1) { id messageId type attempt at status durationMs error } } }`);
+    t.notOk(q.body.errors);
+    t.ok(q.body.data.webhooks.some((w: any) => w.id === endpoint.id));
+    t.same(q.body.data.webhook.deliveries.map((d: any) => [d.messageId, d.type, d.attempt, d.status]), [[messageId, 'webhook.test', 1, 204]]);
+    t.notOk(JSON.stringify(q.body).includes(secret.slice(6)), 'no secret in a read');
+    const r = await gql(n, n.adminKey, `mutation { rotateWebhookSecret(id: "${endpoint.id}") { id secret } }`);
+    t.match(r.body.data.rotateWebhookSecret, { id: endpoint.id, secret: /^whsec_/ });
+    const u = await gql(n, n.adminKey, `mutation { updateWebhook(id: "${endpoint.id}", input: {url: "${rx.url}/gql2", events: ["*"], enabled: false}) { url enabled } }`);
+    t.same(u.body.data.updateWebhook, { url: `${rx.url}/gql2`, enabled: false });
+    const d = await gql(n, n.adminKey, `mutation { deleteWebhook(id: "${endpoint.id}") }`);
+    t.equal(d.body.data.deleteWebhook, true);
+    expectFieldError(t, await gql(n, n.adminKey, `{ webhook(id: "${endpoint.id}") { id } }`), ['webhook'], 'NOT_FOUND');
   });
 
   t.test('/metrics: deliveries by result, pending, oldest pending', async (t) => {
