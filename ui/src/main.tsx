@@ -11,6 +11,7 @@ import { KeysPage } from './pages/keys';
 import { SegmentsPage } from './pages/segments';
 import { OrganizationPage } from './pages/organization';
 import { AuditPage } from './pages/audit';
+import { WebhooksPage } from './pages/webhooks';
 import { KEY_RE } from '../../src/domain/input-formats';
 
 interface OrgData {
@@ -86,6 +87,7 @@ function Nav({ s, path, onSignOut }: { s: Session; path: string; onSignOut: () =
     ['Flags', '', s.can.read],
     ['Segments', 'segments', s.can.read],
     ['Keys', 'keys', s.can.admin],
+    ['Webhooks', 'webhooks', s.can.admin],
     ['Organization', 'organization', s.can.read],
     ['Audit log', 'audit', s.can.read && s.hasAudit],
   ];
@@ -133,6 +135,7 @@ function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq:
   }
   if (parts[0] === 'flags' && parts[1]) return <FlagPage key={parts[1]} name={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'keys') return <KeysPage />;
+  if (parts[0] === 'webhooks') return <WebhooksPage />;
   if (parts[0] === 'segments') return <SegmentsPage />;
   if (parts[0] === 'organization') return <OrganizationPage />;
   if (parts[0] === 'audit' && s.hasAudit) return <AuditPage flag={query.get('flag') ?? ''} />;

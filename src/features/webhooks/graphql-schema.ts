@@ -50,3 +50,13 @@ extend type Mutation {
   replayWebhookMessage(id: ID!, messageId: String!): String
 }
 `;
+
+/** The lengths the result estimate (src/graphql/result-estimate.ts) gives the webhook lists. */
+export const WEBHOOK_LIST_LENGTHS = {
+  /** VEXIL_MAX_WEBHOOKS_PER_ORG's default. */
+  endpoints: 20,
+  /** validation.ts MAX_PATTERNS. */
+  patterns: 50,
+  /** deliveries(first:): at most 1000, 100 without it. */
+  deliveries: { max: 1000, default: 100 },
+} as const;
