@@ -26,6 +26,8 @@ registerSchemas({
   CreatedWebhookEndpoint: WebhookEndpointSchema.extend({ secret }),
   RotatedWebhookSecret: z.object({ id: z.string(), secret }),
   WebhookMessageRef: z.object({ messageId: z.string() }),
+  // The bodyless POSTs accept nothing or an empty JSON object.
+  WebhookEmptyBody: z.strictObject({}).meta({ description: 'Optional: no body, or {}' }),
   WebhookDelivery: z.object({
     id: z.string(),
     messageId: z.string(),
@@ -92,6 +94,7 @@ registerOperations({
     tags: ['Webhooks'],
     security: MGMT,
     params: id,
+    body: 'WebhookEmptyBody',
     responses: { 200: { description: 'The new secret, shown this once', schema: 'RotatedWebhookSecret' } },
     errors: [...AUTH_ERRORS, 404, ...BODY_ERRORS, 503],
   },
@@ -100,6 +103,7 @@ registerOperations({
     tags: ['Webhooks'],
     security: MGMT,
     params: id,
+    body: 'WebhookEmptyBody',
     responses: { 202: { description: 'Queued', schema: 'WebhookMessageRef' } },
     errors: [...AUTH_ERRORS, 404, 409, ...BODY_ERRORS, 503],
   },
@@ -121,6 +125,7 @@ registerOperations({
     tags: ['Webhooks'],
     security: MGMT,
     params: { ...id, messageId: 'The message id (webhook-id)' },
+    body: 'WebhookEmptyBody',
     responses: { 202: { description: 'Queued', schema: 'WebhookMessageRef' } },
     errors: [...AUTH_ERRORS, 404, ...BODY_ERRORS, 503],
   },
