@@ -131,6 +131,25 @@ t.test('webhook endpoints: CRUD, validation, limits, audit, secrets', async (t) 
     t.same(await audit(), before);
   });
 
+  t.test('Idempotency-Key: a secret is never kept for a repeat', async (t) => {
+    await n.req('DELETE', `/api/webhooks/${(await list())[0].id}`, { key: n.adminKey });
+    const headers = { 'idempotency-key': 'create-hook-1' };
+    const body = { url: 'https://hooks.example.com/idem', events: ['*'] };
+    const first = await n.req('POST', '/api/webhooks', { key: n.adminKey, body, headers });
+    t.equal(first.status, 201);
+    secrets.push(first.body.secret);
+    const again = await n.req('POST', '/api/webhooks', { key: n.adminKey, body, headers });
+    expectProblem(t, again, 409, 'CONFLICT');
+    t.notOk(again.text.includes(first.body.secret.slice(6)));
+    const r = await n.req('POST', `/api/webhooks/${first.body.id}/rotate-secret`, { key: n.adminKey, headers: { 'idempotency-key': 'rotate-hook-1' } });
+    t.equal(r.status, 200);
+    secrets.push(r.body.secret);
+    const rows = await n.node.db.query<{ body: string | null }>('select body from idempotency_keys');
+    const stored = JSON.stringify(rows);
+    for (const s of secrets) t.notOk(stored.includes(s.slice(6)), 'no secret in the Idempotency-Key records');
+    t.equal((await list()).filter((e) => e.url === 'https://hooks.example.com/idem').length, 1, 'created once');
+  });
+
   t.test('no secret in any log line', async (t) => {
     t.ok(lines.length > 0, `${lines.length} log lines`);
     const all = lines.join('\n');
