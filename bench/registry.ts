@@ -18,11 +18,12 @@ import { SCENARIOS } from './scenarios.js';
 import { SEGMENT_SCENARIOS } from './scenarios-segments.js';
 import { snapshotMemory } from './snapshot-memory.js';
 import { flagsScaling, propagation, snapshotBuild } from './suites.js';
+import { webhookBurst } from './webhooks.js';
 
 export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, previewScenario];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, previewScenario, webhookBurst];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

@@ -110,6 +110,17 @@ const schema = z.object({
   VEXIL_INSIGHTS_MAX_PENDING: intIn(1000, 10_000_000).default(1_000_000),
   // Flag statuses (docs/insights.md, "Lifecycle"): how often the management actor recomputes them.
   VEXIL_INSIGHTS_STATUS_MS: intIn(50, 60_000).default(1000),
+  // Webhooks (docs/webhooks.md, docs/limits.md "Webhooks").
+  VEXIL_WEBHOOK_ALLOW_HTTP: z.enum(['0', '1', 'true', 'false']).default('0'),
+  VEXIL_WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).default('0'),
+  VEXIL_MAX_WEBHOOKS_PER_ORG: intIn(0, 10_000).default(20),
+  VEXIL_WEBHOOK_TIMEOUT_MS: intIn(100, 600_000).default(10_000),
+  VEXIL_WEBHOOK_RETRY_BASE_MS: intIn(10, 3_600_000).default(2000),
+  VEXIL_WEBHOOK_RETRY_MAX_MS: intIn(10, 86_400_000).default(3_600_000),
+  VEXIL_WEBHOOK_RETRY_FOR_MS: intIn(1000, 30 * 86_400_000).default(3 * 86_400_000),
+  VEXIL_WEBHOOK_POLL_MS: intIn(10, 600_000).default(1000),
+  VEXIL_WEBHOOK_CONCURRENCY: intIn(1, 1000).default(16),
+  VEXIL_WEBHOOK_ROTATION_OVERLAP_MS: intIn(0, 30 * 86_400_000).default(86_400_000),
 });
 
 export interface Config {
@@ -198,6 +209,29 @@ export interface Config {
   insightsMaxPending: number;
   /** How often the management actor reads usage and recomputes flag statuses (docs/insights.md, "Lifecycle"). */
   insightsStatusMs: number;
+  /** Webhooks (docs/webhooks.md). */
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** VEXIL_WEBHOOK_ALLOW_HTTP: http:// endpoints allowed (else https only). */
+  allowHttp: boolean;
+  /** VEXIL_WEBHOOK_ALLOW_PRIVATE: loopback, private, link-local... addresses allowed. */
+  allowPrivate: boolean;
+  /** VEXIL_MAX_WEBHOOKS_PER_ORG */
+  maxPerOrg: number;
+  /** VEXIL_WEBHOOK_TIMEOUT_MS: one attempt, connection to the last byte read. */
+  timeoutMs: number;
+  /** VEXIL_WEBHOOK_RETRY_BASE_MS / _MAX_MS / _FOR_MS: the retry schedule (retry.ts). */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  retryForMs: number;
+  /** VEXIL_WEBHOOK_POLL_MS: how often the dispatcher looks for other nodes' messages. */
+  pollMs: number;
+  /** VEXIL_WEBHOOK_CONCURRENCY: attempts in flight on one node (one per endpoint at most). */
+  concurrency: number;
+  /** VEXIL_WEBHOOK_ROTATION_OVERLAP_MS: how long a rotated-out secret still signs. */
+  rotationOverlapMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -273,5 +307,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     insightsFlushMs: e.VEXIL_INSIGHTS_FLUSH_MS,
     insightsMaxPending: e.VEXIL_INSIGHTS_MAX_PENDING,
     insightsStatusMs: e.VEXIL_INSIGHTS_STATUS_MS,
+    webhooks: {
+      allowHttp: e.VEXIL_WEBHOOK_ALLOW_HTTP === '1' || e.VEXIL_WEBHOOK_ALLOW_HTTP === 'true',
+      allowPrivate: e.VEXIL_WEBHOOK_ALLOW_PRIVATE === '1' || e.VEXIL_WEBHOOK_ALLOW_PRIVATE === 'true',
+      maxPerOrg: e.VEXIL_MAX_WEBHOOKS_PER_ORG,
+      timeoutMs: e.VEXIL_WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.VEXIL_WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: e.VEXIL_WEBHOOK_RETRY_MAX_MS,
+      retryForMs: e.VEXIL_WEBHOOK_RETRY_FOR_MS,
+      pollMs: e.VEXIL_WEBHOOK_POLL_MS,
+      concurrency: e.VEXIL_WEBHOOK_CONCURRENCY,
+      rotationOverlapMs: e.VEXIL_WEBHOOK_ROTATION_OVERLAP_MS,
+    },
   };
 }

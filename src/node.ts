@@ -200,6 +200,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             busRejected: () => (bus instanceof NatsBus ? bus.rejected : new Map()),
             snapshotReads: () => actor.snapshotReads,
             flagStatuses: () => actor.flagStatuses,
+            webhooks: () => actor.asks.webhookStats(),
           },
           rt.evalCounts,
         )

@@ -202,10 +202,14 @@ export const AUDIT_ACTIONS = [
   'change.schedule',
   'change.close',
   'change.fail',
+  'webhook.create',
+  'webhook.update',
+  'webhook.delete',
+  'webhook.rotate',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment', 'changeRequest'] as const;
+export const AUDIT_TARGET_TYPES = ['flag', 'key', 'organization', 'segment', 'changeRequest', 'webhook'] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who made a change: a Management Key (its id and name, never its value) or the operator API. */
@@ -272,3 +276,31 @@ export type FlagStatus = (typeof FLAG_STATUSES)[number];
 
 export const STATUS_REASONS = ['age', 'unused', 'singleVariant'] as const;
 export type StatusReason = (typeof STATUS_REASONS)[number];
+// ---- webhooks (CONTRACT.md 19, docs/webhooks.md) ------------------------------------------------
+
+/** A webhook endpoint as clients see it: never its secret. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  /** Why delivery disabled it (a 410), or null. */
+  disabledReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** One delivery attempt (the deliveries log). */
+export interface WebhookDelivery {
+  id: string;
+  /** The message's `webhook-id`. */
+  messageId: string;
+  type: string;
+  attempt: number;
+  at: string;
+  /** The HTTP status, or null (timeout, network error, refused address). */
+  status: number | null;
+  durationMs: number;
+  error: string | null;
+}

@@ -17,6 +17,7 @@ import type { ActorRuntime } from '../runtime.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { Touches } from '../snapshots/registry.js';
 import { insertEvent } from './audit/store.js';
+import { committed as webhooksCommitted } from './webhooks/outbox.js';
 import { lockAndBumpVersion, lockOrg } from './organizations/store.js';
 import { notFound } from '../domain/errors.js';
 import { claimIdempotencyKey, idempotencyContext } from './idempotency.js';
@@ -52,6 +53,8 @@ export async function auditedTransaction<T>(
       await insertEvent(tx, orgId, actor, bypass?.usedInTransaction ? { ...audit, bypass: { reason: bypass.reason } } : audit);
       return result;
     });
+    // Committed: wake this process's webhook dispatcher if the write queued messages.
+    webhooksCommitted();
     if (claim?.inTransaction) claim.committed = true;
     return result;
   } finally {

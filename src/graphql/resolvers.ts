@@ -20,6 +20,7 @@ import * as segments from '../features/segments/service.js';
 import * as schedules from '../features/schedules/service.js';
 import { policyResolvers } from '../features/policies/graphql.js';
 import { changeRequestResolvers } from '../features/change-requests/graphql.js';
+import { webhookResolvers } from '../features/webhooks/graphql.js';
 import type { ActorRuntime } from '../runtime.js';
 import { VexilError } from '../domain/errors.js';
 import type { ResolverMap } from './schema.js';
@@ -139,5 +140,8 @@ Object.assign(Query, changeRequestResolvers.Query);
 Object.assign(Mutation, changeRequestResolvers.Mutation);
 
 /** Every field: the schema the management actor executes with. */
-export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor };
+// Webhooks (docs/webhooks.md): their fields live in their feature folder.
+Object.assign(Query, webhookResolvers.Query);
+Object.assign(Mutation, webhookResolvers.Mutation);
+export const resolvers: ResolverMap = { Query, Mutation, Flag, AuditActor, WebhookEndpoint: webhookResolvers.WebhookEndpoint };
 addInsightsResolvers(resolvers);

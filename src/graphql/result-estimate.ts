@@ -42,6 +42,7 @@
  * gets the document's own list items (in arguments and variables) plus its mutation count added,
  * more than any sequence of its mutations can add to one list.
  */
+import { WEBHOOK_LIST_LENGTHS } from '../features/webhooks/graphql-schema.js';
 import {
   executeSync,
   print,
@@ -145,11 +146,15 @@ const FIXED_LENGTHS: Readonly<Record<string, number>> = {
   // A preview answers at most 20 examples; a flag's transitions are pairs of its answers.
   'ChangeRequestPreview.examples': 20,
   'ChangeRequestPreviewFlag.transitions': 100,
+  // Webhooks (docs/webhooks.md): VEXIL_MAX_WEBHOOKS_PER_ORG's default, and an endpoint's patterns.
+  'Query.webhooks': WEBHOOK_LIST_LENGTHS.endpoints,
+  'WebhookEndpoint.events': WEBHOOK_LIST_LENGTHS.patterns,
 };
 
 /** Lists answering one page: at most `max`, `first` items, else `default`. */
 const PAGED: Readonly<Record<string, { max: number; default: number }>> = {
   'Query.auditLog': { max: 500, default: 100 },
+  'WebhookEndpoint.deliveries': WEBHOOK_LIST_LENGTHS.deliveries,
 };
 
 /** Where a `first` comes from: a literal, or a variable (with its default, if any). */

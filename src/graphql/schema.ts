@@ -30,6 +30,7 @@
  */
 import { policyTypeDefs } from '../features/policies/graphql-sdl.js';
 import { changeRequestTypeDefs } from '../features/change-requests/graphql-sdl.js';
+import { webhookTypeDefs } from '../features/webhooks/graphql-schema.js';
 import { randomBytes } from 'node:crypto';
 import {
   buildSchema,
@@ -304,7 +305,7 @@ extend type Mutation {
 }
 `;
 
-export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + insightsTypeDefs + changeRequestTypeDefs;
+export const typeDefs = coreTypeDefs + auditTypeDefs + flagPagingTypeDefs + segmentTypeDefs + scheduleTypeDefs + policyTypeDefs + insightsTypeDefs + changeRequestTypeDefs + webhookTypeDefs;
 
 // ---- Any ------------------------------------------------------------------------------------------
 

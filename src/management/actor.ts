@@ -19,6 +19,7 @@ import type { Bus, ClusterEvent } from '../cluster/bus.js';
 import { VexilError } from '../domain/errors.js';
 import { ScheduleRunner } from '../features/schedules/runner.js';
 import { LifecycleTracker, setTracker, tracker } from '../features/insights/tracker.js';
+import { WebhookDispatcher } from '../features/webhooks/dispatcher.js';
 import { bootstrap } from '../features/organizations/bootstrap.js';
 import { orgVersions } from '../features/organizations/store.js';
 import { snapshotSource } from '../features/snapshot-source.js';
@@ -135,6 +136,8 @@ export class ManagementActorMain {
   private asks: FrontAsks | null = null;
   /** Applies due schedules (features/schedules/runner.ts); set once started. */
   private runner: ScheduleRunner | null = null;
+  /** Sends webhook messages (features/webhooks/dispatcher.ts); set once started. */
+  private webhooks: WebhookDispatcher | null = null;
   /** Counts its own evaluations (a management GraphQL document may evaluate), sent to the front with each reply. */
   private readonly counts = new EvalCounts();
   /** Writes the node's evaluation counts (insights/flush.ts); its database is set at the start. */
@@ -284,6 +287,9 @@ export class ManagementActorMain {
       this.insights = flusher;
       if (early instanceof PendingInsights) for (const rows of early.rows) flusher.add(rows);
       if (!this.closing) flusher.start();
+      // Webhook deliveries run here too, off the front thread (docs/webhooks.md).
+      this.webhooks = new WebhookDispatcher(this.rt);
+      this.webhooks.start();
     } catch (err) {
       await db.close().catch(() => {});
       this.initFailed(m, err);
@@ -450,7 +456,7 @@ export class ManagementActorMain {
       return;
     }
     try {
-      this.asks ??= frontAsks(this.rt.db);
+      this.asks ??= frontAsks(this.rt.db, async () => (this.webhooks === null ? { deliveries: [], pending: 0, oldestPendingSeconds: 0 } : this.webhooks.stats()));
       const answer = (this.asks[name] as (...a: unknown[]) => Promise<unknown>)(...args);
       this.post({ t: 'answer', id, value: await answer });
     } catch (err) {
@@ -481,6 +487,7 @@ export class ManagementActorMain {
     this.closing = true;
     this.runner?.stop();
     tracker()?.stop();
+    this.webhooks?.stop();
     try {
       // A graceful stop writes the last counts (the front posted its own before `close`).
       await this.insights.stop?.().catch(() => {});

@@ -95,6 +95,16 @@ export const MANAGEMENT_ROUTES: readonly ManagementRoute[] = [
   key('get', '/api/change-requests/:id'),
   key('put', '/api/change-requests/:id'),
   ...['reviews', 'apply', 'rebase', 'schedule', 'close', 'revert', 'preview'].map((a) => key('post', `/api/change-requests/:id/${a}`)),
+  // Webhooks (docs/webhooks.md).
+  key('post', '/api/webhooks'),
+  key('get', '/api/webhooks'),
+  key('get', '/api/webhooks/:id'),
+  key('put', '/api/webhooks/:id'),
+  key('del', '/api/webhooks/:id'),
+  key('post', '/api/webhooks/:id/rotate-secret'),
+  key('post', '/api/webhooks/:id/test'),
+  key('get', '/api/webhooks/:id/deliveries'),
+  key('post', '/api/webhooks/:id/messages/:messageId/replay'),
   // GraphQL (docs/graphql.md).
   { method: 'post', pattern: '/api/graphql', admit: 'graphql', maxBodyDepth: MAX_BODY_DEPTH },
 ];

@@ -8,7 +8,7 @@ import { orgVersions } from '../features/organizations/store.js';
 import type { Queryable } from '../storage/database.js';
 import type { FrontAsks } from './mailbox.js';
 
-export function frontAsks(db: Queryable): FrontAsks {
+export function frontAsks(db: Queryable, webhookStats: FrontAsks['webhookStats']): FrontAsks {
   return {
     keyByHash: (hash) => findKeyByHash(db, hash),
     keyById: (id) => findKeyWithHash(db, id),
@@ -16,6 +16,7 @@ export function frontAsks(db: Queryable): FrontAsks {
     registerNode: (nodeId) => touchNode(db, nodeId),
     liveNodes: () => liveNodes(db),
     removeNode: (nodeId) => removeNode(db, nodeId),
+    webhookStats,
     ping: async () => {
       await db.query('select 1 as ok');
     },

@@ -10,6 +10,7 @@ import '../features/segments/openapi.js';
 import '../features/policies/openapi.js';
 import '../features/insights/openapi.js';
 import '../features/change-requests/openapi.js';
+import '../features/webhooks/openapi.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import type { Route } from '../http/router.js';
 import { admitGraphQL } from '../graphql/admit.js';

@@ -315,6 +315,7 @@ export class ManagementActor {
       liveNodes: ask('liveNodes'),
       removeNode: ask('removeNode'),
       ping: ask('ping'),
+      webhookStats: ask('webhookStats'),
     };
   })();
 

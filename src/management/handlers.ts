@@ -12,10 +12,11 @@ import { scheduleRoutes } from '../features/schedules/routes.js';
 import { policyRoutes } from '../features/policies/routes.js';
 import { insightsRoutes } from '../features/insights/routes.js';
 import { graphqlRoutes } from '../graphql/routes.js';
+import { webhookRoutes } from '../features/webhooks/routes.js';
 import type { ActorRuntime } from '../runtime.js';
 import { checkHandlers, type ManagementHandler } from './boundary.js';
 
 /** Every management handler, by route id (mailbox.ts `routeId`); throws unless they match the admission table. */
 export function managementHandlers(rt: ActorRuntime): Map<string, ManagementHandler> {
-  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...insightsRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...policyRoutes(rt), ...changeRequestRoutes(rt), ...graphqlRoutes(rt)]);
+  return checkHandlers([...flagRoutes(rt), ...scheduleRoutes(rt), ...insightsRoutes(rt), ...keyRoutes(rt), ...operatorRoutes(rt), ...auditRoutes(rt), ...segmentRoutes(rt), ...policyRoutes(rt), ...changeRequestRoutes(rt), ...webhookRoutes(rt), ...graphqlRoutes(rt)]);
 }

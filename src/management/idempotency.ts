@@ -11,8 +11,9 @@
  * - The record is claimed inside the write's transaction (src/features/idempotency.ts), so it
  *   commits with the write or not at all; the answer is filled in right after. Only a write that
  *   committed leaves a record: a request that failed changed nothing, and its repeat runs again.
- * - An answer that carried a key value (a new or rotated key, a new organization's admin key) is
- *   never stored: the record keeps the key's id, and a repeat is 409 CONFLICT naming it.
+ * - An answer that carried a key value (a new or rotated key, a new organization's admin key) or a
+ *   webhook signing secret is never stored: the record keeps the key's (endpoint's) id, and a
+ *   repeat is 409 CONFLICT naming it.
  */
 import { createHash } from 'node:crypto';
 import { hashKey } from '../auth/key-material.js';
@@ -118,6 +119,8 @@ async function answerFromRecord(rt: ActorRuntime, scope: string, key: string, fi
 async function carriedKeyId(rt: ActorRuntime, reply: Reply): Promise<string | null> {
   const body = reply.body as Record<string, unknown> | null | undefined;
   if (body === null || typeof body !== 'object') return null;
+  // A webhook signing secret (created or rotated, docs/webhooks.md) is never stored either: its endpoint's id is.
+  if (typeof body.secret === 'string' && body.secret.startsWith('whsec_') && typeof body.id === 'string') return body.id;
   const value = typeof body.key === 'string' ? body.key : typeof body.adminKey === 'string' ? body.adminKey : null;
   if (value === null) return null;
   if (typeof body.key === 'string' && typeof body.id === 'string') return body.id;

@@ -121,6 +121,8 @@ export interface FrontAsks {
   removeNode(nodeId: string): Promise<void>;
   /** Whether the database answers (`/readyz`). */
   ping(): Promise<void>;
+  /** This node's webhook deliveries by result, and the outbox's pending messages (`/metrics`, docs/webhooks.md). */
+  webhookStats(): Promise<{ deliveries: [string, number][]; pending: number; oldestPendingSeconds: number }>;
 }
 export type AskName = keyof FrontAsks;
 

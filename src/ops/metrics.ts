@@ -27,7 +27,18 @@ export interface GaugeSources {
   snapshotReads(): ReadonlyMap<string, number>;
   /** Flags by lifecycle status per organization (docs/insights.md, "Lifecycle"). */
   flagStatuses?(): readonly { orgName: string; counts: Record<string, number> }[];
+  /** Webhook deliveries by result and the outbox's pending messages (docs/webhooks.md), asked for at each scrape. */
+  webhooks?(): Promise<WebhookStats>;
 }
+
+export interface WebhookStats {
+  deliveries: [string, number][];
+  pending: number;
+  oldestPendingSeconds: number;
+}
+
+/** `vexil_webhook_deliveries_total{result}` labels. */
+const WEBHOOK_RESULTS = ['success', 'retry', 'gave_up', 'disabled'];
 
 interface ExportedValue {
   metricName: string;
@@ -75,10 +86,15 @@ export class NodeMetrics {
   private scraped: RouteStatsSnapshot[] = [];
   private threads: (() => Promise<RouteStatsSnapshot[][]>) | null = null;
   private readonly drainTimer: NodeJS.Timeout;
+  private readonly sources: GaugeSources;
+  /** The webhook figures read at the last scrape. */
+  private webhookStats: WebhookStats = { deliveries: [], pending: 0, oldestPendingSeconds: 0 };
 
   constructor(sources: GaugeSources, evalCounts = new EvalCounts()) {
     this.evalCounts = evalCounts;
+    this.sources = sources;
     const registers = [this.registry];
+    const registry = this.registry;
     collectDefaultMetrics({ register: this.registry });
     const drain = () => this.evalCounts.drain((reason, n) => this.evaluations.labels(reason).inc(n));
     this.evaluations = new Counter({
@@ -168,6 +184,24 @@ export class NodeMetrics {
         },
       });
     }
+    const webhooksFlushed = new Map<string, number>();
+    new Counter({
+      name: 'vexil_webhook_deliveries_total',
+      help: 'Webhook delivery attempts this node made, by result: success (2xx), retry (failed, tried again), gave_up (failed past the retry period), disabled (410 Gone)',
+      labelNames: ['result'],
+      registers,
+      collect: () => {
+        const c = registry.getSingleMetric('vexil_webhook_deliveries_total') as Counter<'result'>;
+        for (const r of WEBHOOK_RESULTS) c.labels(r).inc(0);
+        for (const [result, n] of this.webhookStats.deliveries) {
+          const d = n - (webhooksFlushed.get(result) ?? 0);
+          if (d > 0) c.labels(result).inc(d);
+          webhooksFlushed.set(result, n);
+        }
+      },
+    });
+    gauge('vexil_webhook_pending', 'Webhook messages waiting to be delivered (enabled endpoints, every node)', () => this.webhookStats.pending);
+    gauge('vexil_webhook_oldest_pending_seconds', 'Age of the oldest webhook message not yet delivered (enabled endpoints, every node); 0 when none', () => this.webhookStats.oldestPendingSeconds);
     gauge('vexil_eval_pool_queue_depth', 'Evaluations handed to the worker pool and not yet answered', sources.queueDepth);
     gauge('vexil_cluster_nodes', 'Nodes this node sees on the cluster bus, itself included', sources.clusterNodes);
     gauge('vexil_bus_connected', '1 while the cluster bus (NATS) is connected or local, else 0', () => (sources.busConnected() ? 1 : 0));
@@ -188,6 +222,13 @@ export class NodeMetrics {
   async text(): Promise<string> {
     const own = this.routes.snapshot();
     this.scraped = this.threads === null ? own : addRouteStats([own, ...(await this.threads())]);
+    if (this.sources.webhooks !== undefined) {
+      try {
+        this.webhookStats = await this.sources.webhooks();
+      } catch {
+        // The database is unreachable: the last figures stand (vexil_snapshot_age_seconds tells).
+      }
+    }
     return this.registry.metrics();
   }
 

@@ -13,6 +13,7 @@ import { ChangeRequestsPage } from './pages/change-requests';
 import { OrganizationPage } from './pages/organization';
 import { AuditPage } from './pages/audit';
 import { CleanupPage } from './pages/cleanup';
+import { WebhooksPage } from './pages/webhooks';
 import { KEY_RE } from '../../src/domain/input-formats';
 
 interface OrgData {
@@ -90,6 +91,7 @@ function Nav({ s, path, onSignOut }: { s: Session; path: string; onSignOut: () =
     ['Cleanup', 'cleanup', s.can.read],
     ['Change requests', 'change-requests', s.can.read],
     ['Keys', 'keys', s.can.admin],
+    ['Webhooks', 'webhooks', s.can.admin],
     ['Organization', 'organization', s.can.read],
     ['Audit log', 'audit', s.can.read && s.hasAudit],
   ];
@@ -137,6 +139,7 @@ function Page({ path, query, seq }: { path: string; query: URLSearchParams; seq:
   }
   if (parts[0] === 'flags' && parts[1]) return <FlagPage key={parts[1]} name={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'keys') return <KeysPage />;
+  if (parts[0] === 'webhooks') return <WebhooksPage />;
   if (parts[0] === 'segments') return <SegmentsPage />;
   if (parts[0] === 'change-requests') return <ChangeRequestsPage key={parts[1] ?? ''} id={parts[1] ? decodeURIComponent(parts[1]) : undefined} />;
   if (parts[0] === 'organization') return <OrganizationPage />;

@@ -2,7 +2,7 @@
  * The audit events each kind of write records (docs/audit.md, "Actions"): target, application and
  * before/after, built in one place so that every service describes its changes alike.
  */
-import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView, Segment } from '../../domain/types.js';
+import type { AuditAction, AuditChange, Flag, FlagConfig, KeyView, Segment, WebhookEndpoint } from '../../domain/types.js';
 
 type FlagAction = Extract<AuditAction, `flag.${string}`>;
 type ConfigAction = Extract<AuditAction, `config.${string}`>;
@@ -43,4 +43,12 @@ export function orgChange(action: OrgAction, orgName: string, before: object | n
 export function segmentChange(action: SegmentAction, before: Segment | null, after: Segment | null): AuditChange {
   const segment = (after ?? before)!;
   return { action, target: { type: 'segment', name: segment.name }, application: segment.application, before, after };
+}
+
+type WebhookAction = Extract<AuditAction, `webhook.${string}`>;
+
+/** A webhook endpoint event: the endpoint as clients see it (never its secret); the target's name is its id. */
+export function webhookChange(action: WebhookAction, before: WebhookEndpoint | null, after: WebhookEndpoint | null): AuditChange {
+  const endpoint = (after ?? before)!;
+  return { action, target: { type: 'webhook', name: endpoint.id }, application: null, before, after };
 }

@@ -1,6 +1,7 @@
 /** SQL for the audit log (sql/002_audit.sql). Events are only inserted, read, and follow application renames. */
 import type { AuditActor, AuditChange, AuditEvent, AuditTargetType } from '../../domain/types.js';
 import { iso, json, type Queryable } from '../../storage/database.js';
+import { messagesQueued, withMessages } from '../webhooks/outbox.js';
 
 interface EventRow {
   id: string;
@@ -44,14 +45,24 @@ const toEvent = (r: EventRow): AuditEvent => ({
 /** `undefined` (a delete's `after`) is stored as SQL null, like an explicit null. */
 const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : json(v));
 
+/**
+ * Inserts the event and, in the same statement, queues a webhook message for each endpoint that
+ * subscribes to its action (features/webhooks/outbox.ts): every audit action, whatever feature
+ * records it, reaches webhooks through here, in the change's transaction.
+ */
 export async function insertEvent(q: Queryable, orgId: string, actor: AuditActor, c: AuditChange): Promise<void> {
   // `::text::json`: the parameter is JSON text on both drivers, and `json` keeps its field order.
-  await q.query(
-    `insert into audit_events (org_id, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass, change_request_id)
+  const queued = await q.query(
+    withMessages(
+      `insert into audit_events (org_id, actor, action, target_type, target_name, target_stage, target_client_id, application, before, after, schedule_id, bypass, change_request_id)
      values ($1, $2::text::json, $3, $4, $5, $6, $7, $8, $9::text::json, $10::text::json, $11, $12::text::json, $13)`,
+      '$1',
+      '$3',
+    ),
     [orgId, json(actor), c.action, c.target.type, c.target.name, c.target.stage ?? null,
       c.target.stage === undefined ? null : (c.target.clientId ?? null), c.application, jsonOrNull(c.before), jsonOrNull(c.after), c.scheduleId ?? null, jsonOrNull(c.bypass), c.changeRequestId ?? null],
   );
+  if (queued.length > 0) messagesQueued();
 }
 
 export interface EventFilter {
@@ -79,7 +90,8 @@ export async function listEvents(q: Queryable, f: EventFilter): Promise<AuditEve
   if (f.type !== undefined) add('target_type = ?', f.type);
   if (f.before !== undefined) add('id < ?::bigint', f.before);
   if (f.application !== undefined) add('lower(application) = lower(?)', f.application);
-  if (f.withoutKeys) where.push(`target_type <> 'key'`);
+  // Webhook events (endpoint URLs and patterns) are Admin's too.
+  if (f.withoutKeys) where.push(`target_type not in ('key', 'webhook')`);
   params.push(f.limit);
   const rows = await q.query<EventRow>(
     `select ${COLUMNS} from audit_events where ${where.join(' and ')} order by audit_events.id desc limit $${params.length}`,
@@ -91,4 +103,10 @@ export async function listEvents(q: Queryable, f: EventFilter): Promise<AuditEve
 /** Application rename cascade: the events of `from` now name `to`. */
 export async function renameEventApplication(q: Queryable, orgId: string, from: string, to: string): Promise<void> {
   await q.query(`update audit_events set application = $3 where org_id = $1 and lower(application) = lower($2)`, [orgId, from, to]);
+}
+
+/** One event by id (a webhook message's data, features/webhooks/dispatcher.ts). */
+export async function eventById(q: Queryable, id: string): Promise<AuditEvent | null> {
+  const rows = await q.query<EventRow>(`select ${COLUMNS} from audit_events where id = $1::bigint`, [id]);
+  return rows.length === 0 ? null : toEvent(rows[0]);
 }

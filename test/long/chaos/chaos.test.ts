@@ -11,7 +11,9 @@
  * the audit log holds exactly one event per committed write and none for anything else;
  * evaluation availability >= 99.9 % on each node outside its own fault windows; each node's
  * successive reads of a counter flag never go backwards; every node serves the last write within
- * 3 s of the last fault; no process exits unless the test killed it.
+ * 3 s of the last fault; no process exits unless the test killed it; a webhook receiver (failing
+ * one request in 20) gets every acknowledged write's event, at least once, in commit order
+ * (docs/webhooks.md).
  *
  * VEXIL_CHAOS_MINUTES (default 2, the CI run) sets the duration; VEXIL_CHAOS_WRITES_PER_S (default
  * 40) the write rate besides the counter's 5/s. Needs DATABASE_URL and a nats-server binary.
@@ -21,6 +23,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { freePort, NATS_BIN, PrivateNats } from '../../helpers/cluster.js';
 import { boolVariants, freshPostgresDatabase, postgresUrl, randomKey } from '../../helpers/node.js';
+import { Receiver, verify } from '../../helpers/webhooks.js';
 import { availability, call, ChaosNode, pct, Samples, sendWrite, sleep, type UnexpectedExit, type Window, type Write, type WriteStats } from './harness.js';
 
 const MINUTES = Number(process.env.VEXIL_CHAOS_MINUTES ?? 2);
@@ -67,6 +70,13 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     // The limits under test are not the rate limits: keep them out of the way.
     VEXIL_RATE_LIMIT_MGMT: '1000000',
     VEXIL_RATE_LIMIT_EVAL: '1000000',
+    // The webhook receiver is local (docs/webhooks.md); retries and polls short.
+    VEXIL_WEBHOOK_ALLOW_HTTP: '1',
+    VEXIL_WEBHOOK_ALLOW_PRIVATE: '1',
+    VEXIL_WEBHOOK_RETRY_BASE_MS: '200',
+    VEXIL_WEBHOOK_RETRY_MAX_MS: '1000',
+    VEXIL_WEBHOOK_POLL_MS: '200',
+    VEXIL_WEBHOOK_TIMEOUT_MS: '2000',
   };
   const unexpected: UnexpectedExit[] = [];
   let runStart = Date.now();
@@ -100,6 +110,37 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     }
     t.equal(r?.status, 200, `${n.name} evaluates the counter`);
   }
+
+  // ---- a webhook receiver (docs/webhooks.md): every event, at least once, in commit order ----------
+  // It fails one request in 20 (retries under faults too). `hooked`: audit event ids acknowledged;
+  // an event id seen for the first time must be above every one acknowledged before it.
+  const rx = await new Receiver().start();
+  t.teardown(() => rx.close());
+  const hooked = new Set<number>();
+  let hookMax = 0;
+  const hookOrder: string[] = [];
+  let hookRequests = 0;
+  let hookSecret = '';
+  rx.on('/chaos', (_req, res, r) => {
+    // (Until the endpoint's creation has answered with the secret, and one in 20: refused.)
+    if (hookSecret === '' || ++hookRequests % 20 === 0) return void res.writeHead(503).end();
+    try {
+      const m = verify(hookSecret, r);
+      const id = Number(m.data.id);
+      if (!hooked.has(id)) {
+        if (id < hookMax && hookOrder.length < 20) hookOrder.push(`event ${id} delivered after ${hookMax}`);
+        hooked.add(id);
+        hookMax = Math.max(hookMax, id);
+      }
+      res.writeHead(204).end();
+    } catch (err) {
+      if (hookOrder.length < 20) hookOrder.push(`unverifiable message: ${(err as Error).message}`);
+      res.writeHead(400).end();
+    }
+  });
+  const hookRes = await call(n0.url, 'POST', '/api/webhooks', { key: adminKey, body: { url: `${rx.url}/chaos`, events: ['*'] } });
+  t.equal(hookRes.status, 201, 'webhook endpoint created');
+  hookSecret = hookRes.body.secret as string;
 
   // ---- the run ---------------------------------------------------------------------------------
   runStart = Date.now();
@@ -321,7 +362,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     const after = e.after === null ? null : JSON.parse(e.after as string);
     const marker = (e.action as string).startsWith('config.') ? after?.rules?.[0]?.id : after?.description;
     if (typeof marker === 'string' && byId.has(marker)) events.set(marker, (events.get(marker) ?? 0) + 1);
-    else if (!(e.action === 'key.create' || e.action === 'org.create' || marker === 'k-0' || (e.target_name === COUNTER && marker === undefined))) {
+    else if (!(e.action === 'key.create' || e.action === 'org.create' || e.action === 'webhook.create' || marker === 'k-0' || (e.target_name === COUNTER && marker === undefined))) {
       strayEvents.push(`${e.id} ${e.action} ${e.target_name} ${String(e.after).slice(0, 120)}`);
     }
   }
@@ -390,6 +431,20 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     }
   }
 
+  // Webhooks: every acknowledged write's event reaches the receiver (at least once), in commit order.
+  const eventIdOf = new Map<string, number>();
+  for (const e of auditRows) {
+    const after = e.after === null ? null : JSON.parse(e.after as string);
+    const marker = (e.action as string).startsWith('config.') ? after?.rules?.[0]?.id : after?.description;
+    if (typeof marker === 'string') eventIdOf.set(marker, Number(e.id));
+  }
+  const hookFrom = Math.min(...auditRows.filter((e) => e.action === 'webhook.create').map((e) => Number(e.id)));
+  const allEventIds = auditRows.map((e) => Number(e.id)).filter((id) => id >= hookFrom);
+  const hookStart = Date.now();
+  while (allEventIds.some((id) => !hooked.has(id)) && Date.now() - hookStart < 60_000) await sleep(200);
+  const hookDrainMs = Date.now() - hookStart;
+  const notHooked = acked.filter((w) => w.kind !== 'counter' || w.seq > 0).filter((w) => !hooked.has(eventIdOf.get(w.id) ?? -1)).map((w) => `${w.id} (event ${eventIdOf.get(w.id)})`);
+
   // ---- figures -----------------------------------------------------------------------------------
   const faultCounts: Record<string, number> = {};
   for (const f of faults) faultCounts[f.kind] = (faultCounts[f.kind] ?? 0) + 1;
@@ -421,6 +476,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
       `flag lists matched the database ${servedCheckMs} ms after the writers stopped`,
   );
   t.comment(`restarts: ${nodes.map((n) => `${n.name} ${n.restarts}`).join(', ')}`);
+  t.comment(`webhooks: ${hooked.size} events acknowledged by the receiver of ${allEventIds.length} recorded (${hookRequests} requests, one in 20 refused); all in ${hookDrainMs} ms after the checks began`);
   t.comment(
     `SUMMARY ${JSON.stringify({
       minutes: MINUTES,
@@ -467,6 +523,9 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   t.ok(convergedFromAck <= CONVERGENCE_MAX_MS, `every node served the write made after the last fault ${convergedFromAck} ms after its acknowledgement (<= ${CONVERGENCE_MAX_MS})`);
   t.same(unexpected.map((e) => `${e.node} exited (${e.exit.code ?? e.exit.signal}) at ${e.at - runStart} ms: ${e.stderrTail.slice(-1500)}`), [], 'no node process exited unless killed');
   t.same(natsExits, [], 'nats-server exited only when killed');
+  t.same(notHooked.slice(0, 20), [], 'every acknowledged write reached the webhook receiver');
+  t.same(hookOrder, [], 'webhook messages arrived in commit order, every one verified (standardwebhooks)');
+  t.same(allEventIds.filter((id) => !hooked.has(id)).slice(0, 20), [], 'every recorded event reached the webhook receiver');
   for (const n of nodes) t.ok(n.running, `${n.name} is running at the end`);
   t.ok(Object.keys(faultCounts).length === FAULT_KINDS.length || MINUTES * 60 < 60, `every kind of fault was injected (${JSON.stringify(faultCounts)})`);
 });

@@ -566,6 +566,27 @@ t.test('environment policies: environmentPolicy, setEnvironmentPolicy, AuditEven
   t.same(reset.body.data?.setEnvironmentPolicy, { requiredApprovals: 0 });
 });
 
+t.test('webhooks (docs/webhooks.md): every webhook field', async (t) => {
+  const E = 'id url events description enabled disabledReason createdAt updatedAt';
+  const c = await gql(n, admin, `mutation { createWebhook(input: {url: "https://hooks.example.com/gql", events: ["flag.*"], description: "d", enabled: true}) { secret endpoint { ${E} } } }`);
+  t.notOk(c.body.errors, 'no errors');
+  const id = c.body.data?.createWebhook.endpoint.id;
+  t.match(c.body.data?.createWebhook.secret, /^whsec_/);
+  const test = await gql(n, admin, `mutation { sendWebhookTest(id: "${id}") }`);
+  const messageId = test.body.data?.sendWebhookTest;
+  t.match(messageId, /^msg_/);
+  const q = await gql(n, admin, `{ webhooks { ${E} } webhook(id: "${id}") { id deliveries(first: 10, after: null) { id messageId type attempt at status durationMs error } } }`);
+  t.notOk(q.body.errors);
+  t.equal(q.body.data?.webhooks.length, 1);
+  const more = await gql(n, admin, `mutation {
+    replayWebhookMessage(id: "${id}", messageId: "${messageId}")
+    rotateWebhookSecret(id: "${id}") { id secret }
+    updateWebhook(id: "${id}", input: {url: "https://hooks.example.com/gql2", events: ["*"], enabled: false}) { url enabled }
+  }`);
+  t.notOk(more.body.errors);
+  t.same((await gql(n, admin, `mutation { deleteWebhook(id: "${id}") }`)).body, { data: { deleteWebhook: true } });
+});
+
 t.test('every output field and every input field of the schema was exercised above', async (t) => {
   const schema = vexilSchema();
   const info = new TypeInfo(schema);
