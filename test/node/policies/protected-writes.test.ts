@@ -33,6 +33,7 @@ const R = {
   apply: 'An apply or a scheduled apply happens only with the approvals the policy requires on the exact revision reviewed.',
   insights: 'Insights settings decide which flags are reported stale or unused, not what evaluation answers; they need Admin and are audited as org.insights.',
   metrics: 'Evaluation counts reported by an SDK are statistics about answers already given; they change no flag.',
+  webhooks: 'Webhooks tell other systems about changes; they change no flag, configuration or segment. They need Admin and are audited.',
 } as const;
 
 interface W {
@@ -108,6 +109,12 @@ const REST: Record<string, Rule> = {
   'PUT /api/environments/{stage}/policy': { allowed: R.policy },
   'PUT /api/insights/settings': { allowed: R.insights, exercise: (w) => json(w, 'PUT', '/api/insights/settings', { unusedAfter: 'P3D' }) },
   'POST /sdk/v1/metrics': { allowed: R.metrics },
+  'POST /api/webhooks': { allowed: R.webhooks },
+  'PUT /api/webhooks/{id}': { allowed: R.webhooks },
+  'DELETE /api/webhooks/{id}': { allowed: R.webhooks },
+  'POST /api/webhooks/{id}/rotate-secret': { allowed: R.webhooks },
+  'POST /api/webhooks/{id}/test': { allowed: R.webhooks },
+  'POST /api/webhooks/{id}/messages/{messageId}/replay': { allowed: R.webhooks },
   'POST /api/graphql': { allowed: R.graphql },
   ...CHANGE_REQUEST_ROUTES,
 };
@@ -149,6 +156,12 @@ const GRAPHQL: Record<string, Rule> = {
   scheduleFlagChange: { refused: [['a schedule for production', (w) => gql(w.n, w.n.adminKey, 'mutation($at: DateTime!) { scheduleFlagChange(name: "c", input: {at: $at, stage: "production", enabled: false}) { id } }', { at: soon() })]] },
   cancelSchedule: { allowed: R.cancelSchedule },
   setInsightsSettings: { allowed: R.insights },
+  createWebhook: { allowed: R.webhooks },
+  updateWebhook: { allowed: R.webhooks },
+  deleteWebhook: { allowed: R.webhooks },
+  rotateWebhookSecret: { allowed: R.webhooks },
+  sendWebhookTest: { allowed: R.webhooks },
+  replayWebhookMessage: { allowed: R.webhooks },
   createSegment: { allowed: R.newSegment, exercise: q('mutation { createSegment(input: {name: "gql-fresh"}) { name } }') },
   updateSegment: { refused: [['conditions', q('mutation { updateSegment(name: "s", input: {conditions: [{field: "plan", operator: "==", value: "gold"}]}) { name } }')]] },
   deleteSegment: { refused: [['delete', q('mutation { deleteSegment(name: "s") }')]] },
