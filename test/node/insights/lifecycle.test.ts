@@ -175,10 +175,15 @@ t.test('flag lifecycle on one node', async (t) => {
     // Both variants last evaluated at the same moment: otherwise, for the moments between their
     // last evaluations, the window sees one variant only and the flag is stale (singleVariant)
     // before it is unused, which is a turn (and an event) of its own.
+    // In one statement: a status round between two writes would see one variant only.
     const use = async () => {
-      const now = Date.now();
-      await usage(n, id, 'turn', 'production', 'on', 500, 0, now);
-      await usage(n, id, 'turn', 'production', 'off', 500, 0, now);
+      const first = new Date(Date.now() - 500);
+      const last = new Date();
+      await n.node.db.query(
+        `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at) values ($1, 'turn', 'production', 'on', $2, $3), ($1, 'turn', 'production', 'off', $2, $3)
+         on conflict (org_id, flag_name, stage, variant) do update set first_at = excluded.first_at, last_at = excluded.last_at`,
+        [id, first, last],
+      );
     };
     await use();
     await until(() => statusOf(n, org.adminKey, 'turn'), (s) => s.status === 'active', 3000, 50);
