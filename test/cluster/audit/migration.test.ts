@@ -11,7 +11,7 @@ import t from 'tap';
 import { freshPostgresDatabase, randomKey, skipWithoutPostgres, startTestNode, boolVariants, type TestNodeOptions } from '../../helpers/node.js';
 import { bootstrap } from '../../../src/features/organizations/bootstrap.js';
 import { getOrgByName } from '../../../src/features/organizations/store.js';
-import { insertFlag, upsertConfig } from '../../../src/features/flags/store.js';
+import { upsertConfig } from '../../../src/features/flags/store.js';
 import type { Database } from '../../../src/storage/database.js';
 import { loadMigrations, migrate } from '../../../src/storage/migrate.js';
 import { openPGlite } from '../../../src/storage/pglite.js';
@@ -27,10 +27,12 @@ async function seedVersion1(t: typeof import('tap').default, db: Database, admin
   await bootstrap(db, adminKey);
   const org = (await getOrgByName(db, 'default'))!;
   await db.transaction(async (tx) => {
-    await insertFlag(tx, org.id, {
-      name: 'legacy', project: 'default', type: 'boolean', description: 'from version 1', tags: ['old'], isArchived: false,
-      variants: boolVariants as any, environments: ['development', 'production'], dependencies: [],
-    });
+    // In version 1's columns (today's store writes columns later migrations added, such as 011's purpose).
+    await tx.query(
+      `insert into flags (org_id, name, project, type, description, tags, is_archived, variants, environments, dependencies)
+       values ($1, 'legacy', 'default', 'boolean', 'from version 1', $2::text::jsonb, false, $3::text::jsonb, $4::text::jsonb, '[]'::jsonb)`,
+      [org.id, JSON.stringify(['old']), JSON.stringify(boolVariants), JSON.stringify(['development', 'production'])],
+    );
     await upsertConfig(tx, org.id, 'legacy', {
       stage: 'production', clientId: null, enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100, rules: [],
       activeFrom: null, activeUntil: null, enrollmentCutoff: null,
