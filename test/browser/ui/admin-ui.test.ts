@@ -184,7 +184,7 @@ async function run(t: Test) {
     await page.getByRole('button', { name: 'New key' }).click();
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('web-eval');
     // A permission checkbox is named by the permission alone, its hint is its description.
-    const hints: Record<string, RegExp> = { CanEvaluate: /evaluate flags/, CanRead: /read flags/, CanWrite: /change flags/, Admin: /manage keys/ };
+    const hints: Record<string, RegExp> = { CanEvaluate: /evaluate flags/, CanRead: /read flags/, CanWrite: /change flags/, Admin: /manage keys/, CanApprove: /review/i };
     for (const [p, hint] of Object.entries(hints)) {
       const box = page.getByRole('checkbox', { name: p, exact: true });
       t.ok(await appears(box), `checkbox named exactly "${p}"`);
@@ -193,8 +193,8 @@ async function run(t: Test) {
     }
     t.same(
       (await page.getByRole('group', { name: 'Permissions' }).ariaSnapshot()).match(/- checkbox .*/g),
-      ['- checkbox "CanEvaluate" [checked]', '- checkbox "CanRead"', '- checkbox "CanWrite"', '- checkbox "Admin"'],
-      'the accessibility tree: the four names alone',
+      ['- checkbox "CanEvaluate" [checked]', '- checkbox "CanRead"', '- checkbox "CanWrite"', '- checkbox "Admin"', '- checkbox "CanApprove"'],
+      'the accessibility tree: the five names alone',
     );
     await exactNames(t, [['textbox', 'Name'], ['combobox', 'Application'], ['combobox', 'Environment'], ['button', 'Create']]);
     t.ok(await page.getByRole('checkbox', { name: 'CanEvaluate', exact: true }).isChecked(), 'CanEvaluate checked by default');

@@ -2,7 +2,7 @@
  * Review policies of the environments (docs/change-requests.md, "Protecting an environment"): shown
  * on the organization page; an organization-wide Admin key edits them.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api';
 import { Field, Loading, messageOf, Status, useLoad } from '../components';
 import { useSession } from '../session';
@@ -21,6 +21,8 @@ function PolicyRow({ policy, canEdit, onSaved }: { policy: Policy; canEdit: bool
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
   const env = policy.environment;
+  // The saved policy read back: the form shows it, and the row (and its "Saved" message) stays.
+  useEffect(() => setDraft(policy), [policy.requiredApprovals, policy.allowSelfApproval, policy.allowBypass]);
   const changed = draft.requiredApprovals !== policy.requiredApprovals || draft.allowSelfApproval !== policy.allowSelfApproval || draft.allowBypass !== policy.allowBypass;
   const save = async (e: Event) => {
     e.preventDefault();
@@ -89,7 +91,7 @@ export function PolicyCard() {
       <Loading error={error} loading={loading} />
       {data && (
         <ul class="names">
-          {data.map((p) => <PolicyRow key={`${p.environment}:${p.requiredApprovals}:${p.allowSelfApproval}:${p.allowBypass}`} policy={p} canEdit={s.can.admin} onSaved={reload} />)}
+          {data.map((p) => <PolicyRow key={p.environment} policy={p} canEdit={s.can.admin} onSaved={reload} />)}
         </ul>
       )}
     </section>
