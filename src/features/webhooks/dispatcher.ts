@@ -38,6 +38,20 @@ const PRUNE_EVERY_MS = 3_600_000;
  */
 export const leaseMs = (timeoutMs: number): number => 2 * timeoutMs + 1000;
 
+/**
+ * `p`, or a rejection once `ms` have passed: a round or an attempt that never settles (a database
+ * connection cut mid-query) must not hold the dispatcher or its endpoint forever. What it held is
+ * safe to take again: its message's lease has run out by then.
+ */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms; abandoned`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export interface WebhookStats {
   deliveries: [string, number][];
   pending: number;
@@ -97,7 +111,7 @@ export class WebhookDispatcher {
       return;
     }
     this.running = true;
-    void this.round()
+    void within(this.round(), leaseMs(this.settings.timeoutMs), 'a webhook claim round')
       .then(() => {
         this.failing = false;
       })
@@ -127,7 +141,7 @@ export class WebhookDispatcher {
       );
       for (const c of claimed) {
         this.busy.add(c.endpoint.id);
-        void this.attempt(c)
+        void within(this.attempt(c), leaseMs(this.settings.timeoutMs), 'a webhook attempt')
           .catch((err) => this.rt.log.warn('recording a webhook attempt failed; it will be made again', { messageId: c.msgId, err: err as Error }))
           .finally(() => {
             this.busy.delete(c.endpoint.id);
