@@ -195,3 +195,20 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
     </>
   );
 }
+
+/** A secret shown this once (a key value, a webhook signing secret): a read-only field, Copy, and "I have stored it". */
+export function RevealOnce({ title, label, hint, value, onDone }: { title: string; label: string; hint: string; value: string; onDone: () => void }) {
+  return (
+    <div class="card reveal" role="region" aria-labelledby="reveal-h">
+      <h2 id="reveal-h">{title}</h2>
+      <p>{hint}</p>
+      <div class="row">
+        <Field label={label} class="grow">
+          {(p) => <input {...p} class="mono" readOnly value={value} onFocus={(e) => e.currentTarget.select()} />}
+        </Field>
+        <CopyButton text={value} />
+      </div>
+      <button type="button" onClick={onDone}>I have stored it</button>
+    </div>
+  );
+}

@@ -1,7 +1,7 @@
 /** Management Keys: list, create (value shown once, with a copy button), rotate, disable, delete. */
 import { useState } from 'preact/hooks';
 import { gql, KEY_FIELDS, type ManagementKey, type Permission } from '../api';
-import { ConfirmButton, CopyButton, DataTable, Field, Loading, messageOf, useLoad, when } from '../components';
+import { ConfirmButton, DataTable, Field, Loading, messageOf, RevealOnce, useLoad, when } from '../components';
 import { useSession } from '../session';
 
 const PERMISSIONS: [Permission, string][] = [
@@ -11,23 +11,6 @@ const PERMISSIONS: [Permission, string][] = [
   ['Admin', 'manage keys (organization-wide only)'],
   ['CanApprove', 'review change requests (nothing else by itself)'],
 ];
-
-/** A key value, shown this once. */
-function Revealed({ title, value, onDone }: { title: string; value: string; onDone: () => void }) {
-  return (
-    <div class="card reveal" role="region" aria-labelledby="reveal-h">
-      <h2 id="reveal-h">{title}</h2>
-      <p>Copy this value now and store it safely: it is shown only this once.</p>
-      <div class="row">
-        <Field label="Key value" class="grow">
-          {(p) => <input {...p} class="mono" readOnly value={value} onFocus={(e) => e.currentTarget.select()} />}
-        </Field>
-        <CopyButton text={value} />
-      </div>
-      <button type="button" onClick={onDone}>I have stored it</button>
-    </div>
-  );
-}
 
 function NewKeyForm({ onCreated, onCancel }: { onCreated: (name: string, value: string) => void; onCancel: () => void }) {
   const s = useSession();
@@ -145,7 +128,7 @@ export function KeysPage() {
         <h1 tabIndex={-1}>Keys</h1>
         {!creating && <button type="button" class="primary" onClick={() => { setCreating(true); setRevealed(null); }}>New key</button>}
       </div>
-      {revealed && <Revealed title={revealed.title} value={revealed.value} onDone={() => setRevealed(null)} />}
+      {revealed && <RevealOnce title={revealed.title} label="Key value" hint="Copy this value now and store it safely: it is shown only this once." value={revealed.value} onDone={() => setRevealed(null)} />}
       {creating && (
         <NewKeyForm
           onCancel={() => setCreating(false)}

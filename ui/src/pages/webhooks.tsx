@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { gql } from '../api';
-import { ConfirmButton, CopyButton, DataTable, Field, Loading, messageOf, Status, useLoad, when } from '../components';
+import { ConfirmButton, DataTable, Field, Loading, messageOf, RevealOnce, Status, useLoad, when } from '../components';
 import { useSession } from '../session';
 
 interface Endpoint {
@@ -32,23 +32,6 @@ interface Delivery {
 const FIELDS = 'id url events description enabled disabledReason createdAt';
 const DELIVERY_FIELDS = 'id messageId type attempt at status durationMs error';
 const PAGE = 100;
-
-/** A signing secret, shown this once. */
-function Revealed({ title, value, onDone }: { title: string; value: string; onDone: () => void }) {
-  return (
-    <div class="card reveal" role="region" aria-labelledby="reveal-h">
-      <h2 id="reveal-h">{title}</h2>
-      <p>Copy this signing secret now and give it to the receiver: it is shown only this once. Receivers verify messages with it (Standard Webhooks).</p>
-      <div class="row">
-        <Field label="Signing secret" class="grow">
-          {(p) => <input {...p} class="mono" readOnly value={value} onFocus={(e) => e.currentTarget.select()} />}
-        </Field>
-        <CopyButton text={value} />
-      </div>
-      <button type="button" onClick={onDone}>I have stored it</button>
-    </div>
-  );
-}
 
 function NewEndpointForm({ onCreated, onCancel }: { onCreated: (url: string, secret: string) => void; onCancel: () => void }) {
   const [url, setUrl] = useState('');
@@ -190,7 +173,7 @@ export function WebhooksPage() {
         {!creating && <button type="button" class="primary" onClick={() => { setCreating(true); setRevealed(null); }}>New endpoint</button>}
       </div>
       <p>Each change recorded in the audit log is sent, signed (Standard Webhooks), to the endpoints that subscribe to its action, in commit order, retried for three days.</p>
-      {revealed && <Revealed title={revealed.title} value={revealed.value} onDone={() => setRevealed(null)} />}
+      {revealed && <RevealOnce title={revealed.title} label="Signing secret" hint="Copy this signing secret now and give it to the receiver: it is shown only this once. Receivers verify messages with it (Standard Webhooks)." value={revealed.value} onDone={() => setRevealed(null)} />}
       {creating && (
         <NewEndpointForm
           onCancel={() => setCreating(false)}
