@@ -22,6 +22,9 @@ function natsUrlsValid(value: string): boolean {
   });
 }
 
+/** VEXIL_FRONT_THREADS by default (CONTRACT 20): one per core this process may use, at most 16. */
+export const defaultFrontThreads = (cores: number): number => Math.min(16, cores);
+
 const schema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: intIn(0, 65535).default(8080),
@@ -63,7 +66,7 @@ const schema = z.object({
   VEXIL_REQUIRE_NATIVE_HTTP: z.enum(['0', '1', 'true', 'false']).default('0'),
   VEXIL_HTTP_FRONT: z.enum(['auto', 'node']).default('auto'),
   // Front threads (CONTRACT 20, docs/threads.md): the cores this process may use, at most 16.
-  VEXIL_FRONT_THREADS: intIn(1, 256).default(Math.min(16, availableParallelism())),
+  VEXIL_FRONT_THREADS: intIn(1, 256).default(defaultFrontThreads(availableParallelism())),
   // How the threads share the port: SO_REUSEPORT (Linux), uWebSockets.js's acceptor, or the best here.
   VEXIL_FRONT_ACCEPT: z.enum(['auto', 'reuseport', 'acceptor']).default('auto'),
   VEXIL_SHUTDOWN_GRACE_MS: intIn(0, 600_000).default(10_000),

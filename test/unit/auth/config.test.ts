@@ -1,6 +1,6 @@
 /** Settings (README.md, "Configuration"): validated once; a bad value is refused with a message naming the variable. */
 import t, { type Test } from 'tap';
-import { ConfigError, loadConfig } from '../../../src/config.js';
+import { ConfigError, defaultFrontThreads, loadConfig } from '../../../src/config.js';
 
 function refused(t: Test, env: Record<string, string>, variable: string, secret?: string) {
   try {
@@ -67,6 +67,8 @@ t.test('evaluation pool settings', async (t) => {
   t.equal(c.evalHandoff, 'auto', 'VEXIL_EVAL_HANDOFF defaults to auto');
   t.equal(c.evalWorkers, availableParallelism(), 'VEXIL_EVAL_WORKERS defaults to the cores this process may use');
   t.equal(c.frontThreads, Math.min(16, availableParallelism()), 'VEXIL_FRONT_THREADS defaults to the cores this process may use, at most 16 (CONTRACT 20)');
+  // This machine has too few cores to reach the cap: the default's rule, on the counts that do.
+  t.same([1, 2, 8, 16, 17, 64, 256].map(defaultFrontThreads), [1, 2, 8, 16, 16, 16, 16], 'one per core, at most 16 (a 64-core host runs 16)');
   t.equal(c.frontAccept, 'auto', 'VEXIL_FRONT_ACCEPT defaults to auto');
   t.match(loadConfig({ VEXIL_FRONT_THREADS: '1', VEXIL_FRONT_ACCEPT: 'reuseport' }), { frontThreads: 1, frontAccept: 'reuseport' });
   refused(t, { VEXIL_FRONT_THREADS: '0' }, 'VEXIL_FRONT_THREADS');
