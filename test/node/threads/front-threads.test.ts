@@ -22,7 +22,7 @@ import { loadNativeUws } from '../../../src/http/uws.js';
 
 const THREADS = 3;
 /** Several threads need the native front (the node:http fallback runs one: tested at the end). */
-const threaded = loadNativeUws().ok && process.env.VEXIL_HTTP_FRONT !== 'node' ? false : 'no native uWebSockets.js front here (VEXIL_HTTP_FRONT=node, or no binary loads)';
+const nativeMissing = loadNativeUws().ok && process.env.VEXIL_HTTP_FRONT !== 'node' ? false : 'no native uWebSockets.js front here (VEXIL_HTTP_FRONT=node, or no binary loads)';
 const ctx = { userId: 'u1', stage: 'production' };
 
 const CONFIG = { stage: 'production', enabled: true, rolloutPercentage: 100 };
@@ -42,7 +42,7 @@ async function spread(count: number, send: () => Promise<Res & { thread: string 
   return { answers, threads: new Set(answers.map((a) => a.thread)) };
 }
 
-t.test('front threads', { skip: threaded }, async (t) => {
+t.test('front threads', { skip: nativeMissing }, async (t) => {
   // Revocations are checked by 90 refused requests in a second: a budget of failed authentications that does not run out.
   const n = await startNode(t, { env: { VEXIL_FRONT_THREADS: String(THREADS), VEXIL_RATE_LIMIT_AUTH_FAILURES: '1000' } });
   const org = await createOrg(n, ['production'], ['web']);
@@ -164,7 +164,7 @@ t.test('front threads', { skip: threaded }, async (t) => {
   });
 });
 
-t.test('limits hold whichever thread serves', { skip: threaded }, async (t) => {
+t.test('limits hold whichever thread serves', { skip: nativeMissing }, async (t) => {
   const n = await startNode(t, { env: { VEXIL_FRONT_THREADS: String(THREADS), VEXIL_RATE_LIMIT_AUTH_FAILURES: '5', VEXIL_RATE_LIMIT_EVAL: '5' } });
   const org = await createOrg(n, ['production'], ['web']);
   must(t, await postFlag(n, org.adminKey, 'f1'), 201, 'flag');
