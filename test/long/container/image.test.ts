@@ -60,6 +60,9 @@ async function must(cmd: string[], timeoutMs?: number): Promise<string> {
   return r.stdout;
 }
 const podman = (...args: string[]): string[] => [...PODMAN, ...args];
+/** /readyz of a container once it answers 200 (or its last answer after 60 s), polled every 20 ms: the embedded test signals the moment it first answers. */
+const readyz = (url: string): Promise<{ status: number; body: any }> =>
+  until(() => request(url, 'GET', '/readyz').catch(() => ({ status: 0, body: undefined }) as { status: number; body: any }), (r) => r.status === 200, 60_000, 20);
 const seconds = (t0: number): string => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 
 /** A running container on a free port: a TestNode view (fixtures call only `req` and `adminKey`). */
@@ -136,12 +139,7 @@ t.test('the image: stand-in base, build, two containers on PostgreSQL and NATS',
   const a = await start('a', ['--read-only']);
   const b = await start('b');
   for (const box of [a, b]) {
-    const ready = await until(
-      () => request(box.url, 'GET', '/readyz').catch(() => ({ status: 0, body: undefined }) as { status: number; body: any }),
-      (r) => r.status === 200,
-      60_000,
-      200,
-    );
+    const ready = await readyz(box.url);
     t.equal(ready.status, 200, `${box.name}: /readyz 200`);
     t.equal(ready.body?.status, 'ready', `${box.name}: ready`);
     t.equal(ready.body?.database, 'up', `${box.name}: database up`);
@@ -181,6 +179,9 @@ t.test('the image: stand-in base, build, two containers on PostgreSQL and NATS',
     t.ok(ms <= 1000, `a write on ${w.name} reaches ${other.name} in ${ms.toFixed(0)} ms (≤ 1000)`);
   }
 
+  // Settings from the environment (VEXIL_FRONT_THREADS=1; the default here would be 2), long after the start.
+  for (const box of [a, b]) t.equal((await request(box.url, 'GET', '/healthz')).body?.frontThreads, 1, `${box.name}: VEXIL_FRONT_THREADS=1 from the environment`);
+
   // SIGTERM: /readyz turns 503 at once, the node exits 0 within its grace.
   const t3 = performance.now();
   await must(podman('kill', '--signal', 'TERM', b.name));
@@ -207,10 +208,13 @@ t.test('the image on its embedded default: data in the /data volume, restart kee
   const box = { url, adminKey, node: undefined as never, req: (m: string, p: string, o?: object) => request(url, m, p, o), close: async () => {} } as TestNode;
   const startOnce = async () => {
     await must(podman('run', '-d', '--name', name, '--network=host', '-v', `${volume}:/data`, '-e', `PORT=${port}`, '-e', `VEXIL_BOOTSTRAP_ADMIN_KEY=${adminKey}`, '-e', 'VEXIL_EVAL_WORKERS=0', '-e', 'VEXIL_FRONT_THREADS=2', IMAGE));
-    const r = await until(() => request(url, 'GET', '/readyz').catch(() => ({ status: 0, body: undefined }) as { status: number; body: any }), (x) => x.status === 200, 60_000, 20);
+    const r = await readyz(url);
     t.equal(r.body?.database, 'up', 'ready on PGlite');
   };
   await startOnce();
+  // A setting from the environment: two threads serve once the start is over (/readyz may answer before the second).
+  const two = await until(() => request(url, 'GET', '/healthz'), (h) => h.body?.frontThreads === 2, 30_000, 100);
+  t.equal(two.body?.frontThreads, 2, 'VEXIL_FRONT_THREADS=2 from the environment');
   t.equal((await createFlag(box, 'kept')).status, 201, 'a flag written');
   await must(podman('stop', '-t', '15', name), 30_000);
   t.equal((await must(podman('inspect', '--format', '{{.State.ExitCode}}', name))).trim(), '0', 'stopped with exit 0');
