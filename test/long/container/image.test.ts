@@ -13,8 +13,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import t from 'tap';
-import { until, freePort } from '../../helpers/cluster.js';
-import { createFlag, createKey, evaluate, freshPostgresDatabase, randomKey, request, upsertConfig, type TestNode } from '../../helpers/node.js';
+import { freePort, propagates, seedShared, until } from '../../helpers/cluster.js';
+import { createFlag, freshPostgresDatabase, randomKey, request, type TestNode } from '../../helpers/node.js';
 import { projectRoot } from '../../../src/util/paths.js';
 
 const ROOT = projectRoot();
@@ -162,22 +162,9 @@ t.test('the image: stand-in base, build, two containers on PostgreSQL and NATS',
   t.equal(health.code, 0, `HEALTHCHECK on /readyz passes (${health.stdout.trim() || 'exit 0'})`);
 
   // An evaluation, then a write on one container seen by the other within 1 s.
-  t.equal((await createFlag(a, 'shared')).status, 201, 'flag created on a');
-  t.equal((await upsertConfig(a, 'shared', { defaultVariantKey: 'on' })).status, 200, 'configuration on a');
-  const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
-  const body = { userId: 'u', stage: 'production' };
-  for (const box of [a, b]) {
-    const r = await until(() => evaluate(box, ek, 'shared', body), (x) => x.body?.key === 'on', 5000);
-    t.equal(r.body?.key, 'on', `${box.name}: evaluation answers on`);
-  }
-  for (const [w, other, variant] of [[a, b, 'off'], [b, a, 'on']] as const) {
-    t.equal((await upsertConfig(w, 'shared', { defaultVariantKey: variant })).status, 200, `write ${variant} on ${w.name}`);
-    const started = performance.now();
-    const r = await until(() => evaluate(other, ek, 'shared', body), (x) => x.body?.key === variant, 3000, 5);
-    const ms = performance.now() - started;
-    t.equal(r.body?.key, variant, `${other.name} serves ${variant}`);
-    t.ok(ms <= 1000, `a write on ${w.name} reaches ${other.name} in ${ms.toFixed(0)} ms (≤ 1000)`);
-  }
+  const ek = await seedShared(t, [a, b]);
+  await propagates(t, a, [b], ek, 'off', `a write on ${a.name} reaches ${b.name}`);
+  await propagates(t, b, [a], ek, 'on', `a write on ${b.name} reaches ${a.name}`);
 
   // Settings from the environment (VEXIL_FRONT_THREADS=1; the default here would be 2), long after the start.
   for (const box of [a, b]) t.equal((await request(box.url, 'GET', '/healthz')).body?.frontThreads, 1, `${box.name}: VEXIL_FRONT_THREADS=1 from the environment`);
