@@ -6,6 +6,7 @@ import { abuse } from './abuse.js';
 import type { CustomScenario } from './custom-scenario.js';
 import { frontThreadsScenario } from './front-threads.js';
 import { insights } from './insights.js';
+import { contextSample } from './context-sample.js';
 import { isolation } from './isolation.js';
 import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
@@ -24,6 +25,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, previewScenario, webhookBurst];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, contextSample, previewScenario, webhookBurst];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];

@@ -111,6 +111,10 @@ const schema = z.object({
   VEXIL_INSIGHTS: z.enum(['on', 'off']).default('on'),
   VEXIL_INSIGHTS_FLUSH_MS: intIn(50, 10_000).default(10_000),
   VEXIL_INSIGHTS_MAX_PENDING: intIn(1000, 10_000_000).default(1_000_000),
+  // Change-request previews over sampled contexts (docs/change-requests.md, "Sampled contexts"):
+  // contexts kept per flag and stage on this node (0: off), and the most bytes all of them count for.
+  VEXIL_CONTEXT_SAMPLE: intIn(0, 1000).default(0),
+  VEXIL_CONTEXT_SAMPLE_MAX_BYTES: intIn(1024 * 1024, 4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   // Flag statuses (docs/insights.md, "Lifecycle"): how often the management actor recomputes them.
   VEXIL_INSIGHTS_STATUS_MS: intIn(50, 60_000).default(1000),
   // Webhooks (docs/webhooks.md, docs/limits.md "Webhooks").
@@ -212,6 +216,10 @@ export interface Config {
   insightsMaxPending: number;
   /** How often the management actor reads usage and recomputes flag statuses (docs/insights.md, "Lifecycle"). */
   insightsStatusMs: number;
+  /** VEXIL_CONTEXT_SAMPLE: evaluated contexts kept per flag and stage for previews (0: off; docs/change-requests.md). */
+  contextSample: number;
+  /** VEXIL_CONTEXT_SAMPLE_MAX_BYTES: what all sampled contexts of the node may count for (samples/store.ts). */
+  contextSampleMaxBytes: number;
   /** Webhooks (docs/webhooks.md). */
   webhooks: WebhookSettings;
 }
@@ -310,6 +318,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     insightsFlushMs: e.VEXIL_INSIGHTS_FLUSH_MS,
     insightsMaxPending: e.VEXIL_INSIGHTS_MAX_PENDING,
     insightsStatusMs: e.VEXIL_INSIGHTS_STATUS_MS,
+    contextSample: e.VEXIL_CONTEXT_SAMPLE,
+    contextSampleMaxBytes: e.VEXIL_CONTEXT_SAMPLE_MAX_BYTES,
     webhooks: {
       allowHttp: e.VEXIL_WEBHOOK_ALLOW_HTTP === '1' || e.VEXIL_WEBHOOK_ALLOW_HTTP === 'true',
       allowPrivate: e.VEXIL_WEBHOOK_ALLOW_PRIVATE === '1' || e.VEXIL_WEBHOOK_ALLOW_PRIVATE === 'true',

@@ -79,7 +79,7 @@ const LINGER_MS = 250;
 
 export async function startNode(config: Config, opts: StartOptions = {}): Promise<VexilNode> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const evalCounts = new EvalCounts(undefined, config.insights);
+  const evalCounts = new EvalCounts(undefined, config.insights, config.contextSample);
   // Filled in below; the actor may relay events only after the node's state exists.
   let relay: (event: ClusterEvent) => Promise<void> | void = () => {};
   let rememberKey: (hash: string, key: ManagementKey) => void = () => {};
@@ -120,7 +120,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         : new LocalBus());
     const admission = admissionState(config, actor.asks);
     // Evaluation counts per flag from every thread of this node, to the management actor (docs/insights.md).
-    const insights = new InsightsForwarder(evalCounts, (rows) => actor.insights(rows), insightsPostMs(config.insightsFlushMs));
+    const insights = new InsightsForwarder(evalCounts, (rows, samples) => actor.insights(rows, samples), insightsPostMs(config.insightsFlushMs));
     const rt: FrontRuntime = {
       config,
       snapshots,
@@ -156,7 +156,8 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
         flagCache: config.workerFlagCache,
         evalCounts: rt.evalCounts.buffer,
         insights: config.insights,
-        onInsights: (rows) => insights.add(rows),
+        contextSample: config.contextSample,
+        onInsights: (rows, samples) => insights.add(rows, samples),
       }, log.child({ component: 'pool' }));
     }
     // Warm every organization's snapshot so the first evaluation does no database work (the
@@ -259,7 +260,7 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
             evalCounts: rt.evalCounts.buffer,
             limits: admission.limiter.memory,
             log: log.child({ component: 'front-threads' }),
-            onInsights: (rows) => insights.add(rows),
+            onInsights: (rows, samples) => insights.add(rows, samples),
           });
     if (threads !== null) {
       const started = threads;

@@ -23,6 +23,7 @@ import type { Logger } from './util/log.js';
 import type { EvalPool } from './evaluation/pool/eval-pool.js';
 import type { EvalCounts } from './ops/eval-counts.js';
 import type { ManagementKey } from './domain/types.js';
+import type { SampleStore } from './samples/store.js';
 
 export interface Runtime {
   config: Config;
@@ -55,4 +56,6 @@ export interface ActorRuntime extends Runtime {
    * front's key cache before the answer (mailbox `key`), so its first request asks nothing.
    */
   keyIssued?(hash: string, key: ManagementKey): void;
+  /** The contexts this node recently evaluated (VEXIL_CONTEXT_SAMPLE), for previews; null or absent when sampling is off. */
+  samples?: SampleStore | null;
 }

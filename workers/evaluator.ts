@@ -30,6 +30,7 @@ import {
   type GraphQLItem,
   type WorkerData,
   INSIGHTS_LINE,
+  SAMPLES_LINE,
 } from '../src/evaluation/pool/protocol.js';
 import { GraphQLExecutor } from '../src/graphql/execute.js';
 import type { EvaluationEnv, GraphQLContext } from '../src/graphql/evaluation-resolvers.js';
@@ -40,7 +41,7 @@ const config = workerData as WorkerData;
 const store = new SharedStoreReader(config.flagCache);
 const channel = new BroadcastChannel(config.channel);
 // Evaluations this worker serves count into the node's shared cells (kept across worker restarts).
-const evalCounts = new EvalCounts(config.evalCounts, config.insights);
+const evalCounts = new EvalCounts(config.evalCounts, config.insights, config.contextSample);
 // Kept referenced for the worker's lifetime: references and versions arrive on it between tasks.
 (globalThis as { vexilSnapshotChannel?: BroadcastChannel }).vexilSnapshotChannel = channel;
 const log = createLogger('warn', { thread: 'evaluation-worker' });
@@ -113,5 +114,9 @@ export default async function evaluateBatch(task: EvalTask): Promise<unknown> {
   // worker that is stopped or replaced (docs/insights.md).
   const insights = evalCounts.insights;
   if (insights !== null && insights.pending) out.push(INSIGHTS_LINE + JSON.stringify(insights.drain([], Math.floor(Date.now() / 1000))));
+  // So do its sampled contexts (VEXIL_CONTEXT_SAMPLE; at most N per flag and stage the batch evaluated):
+  // a worker has no timer of its own to send them later.
+  const samples = evalCounts.samples;
+  if (samples !== null && samples.pending) out.push(SAMPLES_LINE + JSON.stringify(samples.drain()));
   return move(encodeLines(out));
 }

@@ -34,7 +34,7 @@ const store = new SharedStoreReader(config.workerFlagCache);
 const relay = new RelayClient(post, (hash, key) => keys.learn(hash, key));
 const keys = new KeyMirror(new Int32Array(data.keyEpoch), drain, config.keyCacheTtlMs);
 const requests = new RouteStatsTable();
-const evalCounts = new EvalCounts(data.evalCounts, config.insights);
+const evalCounts = new EvalCounts(data.evalCounts, config.insights, config.contextSample);
 
 function receive(msg: ToThread): void {
   if (relay.receive(msg)) return;
@@ -107,10 +107,13 @@ const front = createUwsFront(uws.module, { kind: 'uws', package: uws.name, versi
 port.on('message', (msg: ToThread) => receive(msg));
 
 // This thread's evaluation counts per flag go to the main thread every `insightsPostMs`, and at
-// the end (docs/insights.md).
+// the end (docs/insights.md), with its sampled contexts (VEXIL_CONTEXT_SAMPLE, samples/sampler.ts).
 function postInsights(): void {
   const insights = evalCounts.insights;
-  if (insights !== null && insights.pending) post({ t: 'insights', rows: insights.drain([], Math.floor(Date.now() / 1000)) });
+  const samples = evalCounts.samples;
+  const rows = insights !== null && insights.pending ? insights.drain([], Math.floor(Date.now() / 1000)) : [];
+  if (samples !== null && samples.pending) post({ t: 'insights', rows, samples: samples.drain() });
+  else if (rows.length > 0) post({ t: 'insights', rows });
 }
 const insightsTimer = setInterval(postInsights, insightsPostMs(config.insightsFlushMs));
 insightsTimer.unref();

@@ -35,7 +35,23 @@ export type WriteEffect =
 /** Flag fields that change no evaluation answer. */
 const INERT_FLAG_FIELDS = new Set(['description', 'tags', 'purpose']);
 
-const ruleKey = (r: KillSwitchRule): string => JSON.stringify([r.flag?.toLowerCase() ?? null, r.application?.toLowerCase() ?? null, r.environment?.toLowerCase() ?? null]);
+/**
+ * A kill-switch rule as evaluation matches it (engine.ts `killSwitchMatches`): the flag by its exact
+ * name, the application and the environment ignoring case.
+ */
+const ruleKey = (r: KillSwitchRule): string => JSON.stringify([r.flag ?? null, r.application?.toLowerCase() ?? null, r.environment?.toLowerCase() ?? null]);
+
+/**
+ * The kill-switch rules a replacement adds or removes (those of `before` no rule of `after` matches
+ * like, then those of `after` no rule of `before` does): the one diff of the protection check, a
+ * change request's environments and its preview's flags. A rule only respelled in the case of its
+ * application or environment matches the same evaluations and is no change.
+ */
+export function changedKillSwitchRules(before: readonly KillSwitchRule[], after: readonly KillSwitchRule[]): KillSwitchRule[] {
+  const b = new Set(before.map(ruleKey));
+  const a = new Set(after.map(ruleKey));
+  return [...before.filter((r) => !a.has(ruleKey(r))), ...after.filter((r) => !b.has(ruleKey(r)))];
+}
 
 /** Adds `name` to `out` in the organization's spelling (a name it does not know is kept as given). */
 function add(out: string[], environments: readonly string[], name: string): void {
@@ -64,10 +80,7 @@ export function affectedStages(effect: WriteEffect, environments: readonly strin
       for (const s of effect.changed) add(out, environments, s);
       break;
     case 'killSwitch': {
-      const before = new Set(effect.before.map(ruleKey));
-      const after = new Set(effect.after.map(ruleKey));
-      const changed = [...effect.before.filter((r) => !after.has(ruleKey(r))), ...effect.after.filter((r) => !before.has(ruleKey(r)))];
-      for (const r of changed) {
+      for (const r of changedKillSwitchRules(effect.before, effect.after)) {
         if (r.environment === null) for (const e of environments) add(out, environments, e);
         else add(out, environments, r.environment);
       }

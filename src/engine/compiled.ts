@@ -75,6 +75,11 @@ export interface CompiledFlag {
    * made on its first counted evaluation; the engine never reads it.
    */
   insights?: { readonly owner: object };
+  /**
+   * This thread's sampled evaluation requests of the flag (the server's samples/sampler.ts rings,
+   * VEXIL_CONTEXT_SAMPLE), made on its first sampled evaluation; the engine never reads it.
+   */
+  samples?: { readonly owner: object };
 }
 
 /**

@@ -222,7 +222,7 @@ export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
     environments.add(e);
     environments.add(nameKey(e));
   }
-  return { flag, variants, configs: compiled, stages, environments, insights: undefined };
+  return { flag, variants, configs: compiled, stages, environments, insights: undefined, samples: undefined };
 }
 
 /**

@@ -11,6 +11,6 @@ import type { EvaluationCounter } from '../ops/eval-counts.js';
 /** The engine on one flag, counted in `counts` (null: not traffic). */
 export function runEvaluation(snapshot: OrgSnapshot, flag: CompiledFlag, req: EvaluationRequest, nowMs: number, counts: EvaluationCounter | null): Evaluation {
   const ev = evaluateFlag(snapshot, flag, req, nowMs);
-  if (counts !== null) counts.evaluated(snapshot, flag, req.stage, ev);
+  if (counts !== null) counts.evaluated(snapshot, flag, req, ev);
   return ev;
 }

@@ -28,6 +28,9 @@ import { DEFAULT_MAX_ANSWER_BYTES, serialiseReply } from '../http/exchange.js';
 import type { Incoming, Reply } from '../http/handler.js';
 import { asVexilError, errorReply } from '../http/problem.js';
 import { EvalCounts } from '../ops/eval-counts.js';
+import { ContextSampler } from '../samples/sampler.js';
+import { SampleStore } from '../samples/store.js';
+import type { Config } from '../config.js';
 import type { ActorRuntime } from '../runtime.js';
 import { flagIndexOf } from '../snapshots/flag-index.js';
 import { SnapshotRegistry } from '../snapshots/registry.js';
@@ -113,6 +116,16 @@ class PendingInsights {
     this.held += rows.length;
     this.rows.push(rows);
   }
+}
+
+/**
+ * The node's sampled contexts (samples/store.ts) when VEXIL_CONTEXT_SAMPLE is set: the actor's own
+ * evaluations (a management GraphQL document) are sampled too, and drained at each read.
+ */
+function contextSamples(config: Config, counts: EvalCounts): SampleStore | null {
+  if (config.contextSample === 0) return null;
+  counts.samples = new ContextSampler(config.contextSample);
+  return new SampleStore(config.contextSample, config.contextSampleMaxBytes, counts.samples);
 }
 
 export class ManagementActorMain {
@@ -223,6 +236,8 @@ export class ManagementActorMain {
       case 'insights':
         // Before the start (a restarted actor) they wait in the flusher made below.
         this.insights.add(m.rows);
+        // Samples arriving before the start are dropped: they are only samples.
+        if (m.samples !== undefined) this.rt?.samples?.add(m.samples);
         return;
       case 'close':
         void this.close();
@@ -268,6 +283,7 @@ export class ManagementActorMain {
         pool: null,
         evalCounts: this.counts,
         now: Date.now,
+        samples: contextSamples(config, this.counts),
       };
       this.routes = managementHandlers(this.rt);
       // Flag statuses (features/insights/tracker.ts): known before the first request.

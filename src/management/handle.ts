@@ -19,6 +19,7 @@ import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.
 import type { Queryable } from '../storage/database.js';
 import type { EvalCounts } from '../ops/eval-counts.js';
 import type { InsightsRows } from '../insights/counter.js';
+import type { SampleRows } from '../samples/sampler.js';
 import type { Logger } from '../util/log.js';
 import { routeId, type Admission, type ErrorData, type FromActor, type InitMessage, type RequestFields, type ToActor, type AskName, type FrontAsks } from './mailbox.js';
 import { ActorPriority, type ActorPriorityMode } from './priority.js';
@@ -296,9 +297,9 @@ export class ManagementActor {
     if (!this.closing && this.alive) this.link.post(m);
   }
 
-  /** Evaluation counts for the actor to write (insights/forward.ts); lost if the actor is down. */
-  insights(rows: InsightsRows): void {
-    this.post({ t: 'insights', rows });
+  /** Evaluation counts for the actor to write (insights/forwarder.ts), and sampled contexts for previews; lost if the actor is down. */
+  insights(rows: InsightsRows, samples?: SampleRows): void {
+    this.post(samples === undefined ? { t: 'insights', rows } : { t: 'insights', rows, samples });
   }
 
   /** The front's own reads, by name (mailbox.ts `FrontAsks`): each runs in the actor. */

@@ -34,7 +34,8 @@
  *   front ◀─rows────────────── actor    the front's own code
  *   front ◀─log─────────────── actor    a log line, written by the front's logger
  *   front ──insights─────────▶ actor    evaluation counts per flag (every thread, the pool, the provider's
- *                                        reports), written by the actor every VEXIL_INSIGHTS_FLUSH_MS
+ *                                        reports), written by the actor every VEXIL_INSIGHTS_FLUSH_MS;
+ *                                        and sampled contexts (VEXIL_CONTEXT_SAMPLE), kept in its memory
  *   front ──close────────────▶ actor    write the last counts, close the database and exit
  *
  * Events that belong to a request, and the updates its write made to the actor's replica, are
@@ -48,6 +49,7 @@ import type { ClusterEvent } from '../cluster/bus.js';
 import type { ManagementKey, ReasonCode } from '../domain/types.js';
 import type { Change, OrgUpdate, SnapshotReadKind } from '../snapshots/registry.js';
 import type { InsightsRows } from '../insights/counter.js';
+import type { SampleRows } from '../samples/sampler.js';
 
 /** Who the front admitted a request as. */
 export type Admission =
@@ -91,8 +93,8 @@ export type ToActor =
   | { t: 'more'; id: number; slot: number }
   /** The client of reply `id` went away: drop its pieces; `slots` are free again. */
   | { t: 'cancel'; id: number; slots: number[] }
-  /** Evaluation counts per flag, stage, application and variant (insights/counter.ts rows). */
-  | { t: 'insights'; rows: InsightsRows }
+  /** Evaluation counts per flag, stage, application and variant (insights/counter.ts rows), and sampled contexts (samples/sampler.ts rows). */
+  | { t: 'insights'; rows: InsightsRows; samples?: SampleRows }
   | { t: 'close' };
 
 /** A VexilError as it crosses the boundary. */

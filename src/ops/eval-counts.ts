@@ -12,15 +12,16 @@
  * The insights counters are per thread (not shared): each thread drains its own and posts the rows
  * towards the management actor (docs/insights.md, "The counting pipeline").
  */
-import { REASON_CODES, type Evaluation, type ReasonCode } from '../domain/types.js';
+import { REASON_CODES, type Evaluation, type EvaluationRequest, type ReasonCode } from '../domain/types.js';
 import type { CompiledFlag, OrgSnapshot } from '../engine/index.js';
 import { InsightsCounter } from '../insights/counter.js';
+import { ContextSampler } from '../samples/sampler.js';
 
 const INDEX: Record<ReasonCode, number> = Object.fromEntries(REASON_CODES.map((c, i) => [c, i])) as Record<ReasonCode, number>;
 
 /** Where an evaluation is counted: the node's counters (`EvalCounts`), or a GraphQL plan's until it commits (`DeferredCounts`). */
 export interface EvaluationCounter {
-  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, stage: string, ev: Evaluation): void;
+  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, req: EvaluationRequest, ev: Evaluation): void;
 }
 
 export class EvalCounts implements EvaluationCounter {
@@ -28,17 +29,25 @@ export class EvalCounts implements EvaluationCounter {
   private readonly cells: Int32Array;
   /** This thread's per-flag counters; null when VEXIL_INSIGHTS=off. */
   readonly insights: InsightsCounter | null;
+  /** This thread's sampled contexts (samples/sampler.ts); null when VEXIL_CONTEXT_SAMPLE is 0 (the default). */
+  samples: ContextSampler | null;
 
-  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(4 * REASON_CODES.length), insights = true) {
+  /** `sample`: VEXIL_CONTEXT_SAMPLE, contexts kept per flag and stage (0: none, no sampler). */
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(4 * REASON_CODES.length), insights = true, sample = 0) {
     this.buffer = buffer;
     this.cells = new Int32Array(buffer);
     this.insights = insights ? new InsightsCounter() : null;
+    this.samples = sample > 0 ? new ContextSampler(sample) : null;
   }
 
-  /** Counts one evaluation of `flag` in `stage` (the organization's spelling): its reason, and its flag, stage and variant. */
-  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, stage: string, ev: Evaluation): void {
+  /**
+   * Counts one evaluation of `flag` for `req` (its stage in the organization's spelling): its
+   * reason, and its flag, stage and variant; and keeps `req` as a sample when sampling is on.
+   */
+  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, req: EvaluationRequest, ev: Evaluation): void {
     Atomics.add(this.cells, INDEX[ev.reason.code], 1);
-    if (this.insights !== null) this.insights.count(snapshot, flag, stage, ev);
+    if (this.insights !== null) this.insights.count(snapshot, flag, req.stage, ev);
+    if (this.samples !== null) this.samples.keep(snapshot, flag, req);
   }
 
   /** Counts one evaluation that ended with `reason` (reason only). */
@@ -67,12 +76,12 @@ export class EvalCounts implements EvaluationCounter {
 export class DeferredCounts implements EvaluationCounter {
   private readonly items: unknown[] = [];
 
-  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, stage: string, ev: Evaluation): void {
-    this.items.push(snapshot, flag, stage, ev);
+  evaluated(snapshot: OrgSnapshot, flag: CompiledFlag, req: EvaluationRequest, ev: Evaluation): void {
+    this.items.push(snapshot, flag, req, ev);
   }
 
   commit(to: EvaluationCounter): void {
     const it = this.items;
-    for (let i = 0; i < it.length; i += 4) to.evaluated(it[i] as OrgSnapshot, it[i + 1] as CompiledFlag, it[i + 2] as string, it[i + 3] as Evaluation);
+    for (let i = 0; i < it.length; i += 4) to.evaluated(it[i] as OrgSnapshot, it[i + 1] as CompiledFlag, it[i + 2] as EvaluationRequest, it[i + 3] as Evaluation);
   }
 }

@@ -19,6 +19,7 @@ import type { Evaluation } from '../../domain/types.js';
 import type { SnapshotPublisher } from '../../snapshots/publisher.js';
 import type { SharedStoreWriter } from '../../snapshots/shared-store.js';
 import type { InsightsRows } from '../../insights/counter.js';
+import type { SampleRows } from '../../samples/sampler.js';
 import { projectPath } from '../../util/paths.js';
 import type { Logger } from '../../util/log.js';
 import { HandOffPolicy, type HandOffMode, type Transport } from './handoff.js';
@@ -28,6 +29,7 @@ import {
   encodeItem,
   encodeLines,
   INSIGHTS_LINE,
+  SAMPLES_LINE,
   type EvalItem,
   type EvalOutcome,
   type BulkItem,
@@ -65,8 +67,10 @@ export interface PoolOptions {
   evalCounts: SharedArrayBuffer;
   /** VEXIL_INSIGHTS. */
   insights: boolean;
-  /** The insights counts a batch's workers made (insights/counter.ts rows), as each batch is answered. */
-  onInsights?: (rows: InsightsRows) => void;
+  /** VEXIL_CONTEXT_SAMPLE (0: off). */
+  contextSample?: number;
+  /** The insights counts a batch's workers made (insights/counter.ts rows) and their sampled contexts, as each batch is answered. */
+  onInsights?: (rows: InsightsRows, samples?: SampleRows) => void;
   /** VEXIL_EVAL_QUEUE_MAX: evaluations handed to the pool and not yet answered. */
   queueMax: number;
   /** VEXIL_EVAL_HANDOFF. */
@@ -94,7 +98,7 @@ export class EvalPool {
   refused = 0;
   /** The workers' flag data, written once per change (its `stats` count what was written and posted). */
   readonly store: SharedStoreWriter;
-  private readonly onInsights: (rows: InsightsRows) => void;
+  private readonly onInsights: (rows: InsightsRows, samples?: SampleRows) => void;
 
   constructor(
     opts: PoolOptions,
@@ -120,6 +124,7 @@ export class EvalPool {
         ...(opts.maxAnswerBytes !== undefined ? { maxAnswerBytes: opts.maxAnswerBytes } : {}),
         evalCounts: opts.evalCounts,
         insights: opts.insights,
+        contextSample: opts.contextSample ?? 0,
         flagCache: opts.flagCache,
       } satisfies WorkerData,
     });
@@ -237,7 +242,14 @@ export class EvalPool {
   private complete(batch: Pending[], answer: Uint8Array, share: number): void {
     const started = performance.now();
     const lines = decodeLines(answer);
-    if (lines.length > batch.length && lines[batch.length].startsWith(INSIGHTS_LINE)) this.onInsights(JSON.parse(lines[batch.length].slice(INSIGHTS_LINE.length)) as InsightsRows);
+    // After the answers: the batch's insights counts, then the worker's samples, each when it has any.
+    let rows: InsightsRows = [];
+    let samples: SampleRows | undefined;
+    for (let i = batch.length; i < lines.length; i++) {
+      if (lines[i].startsWith(INSIGHTS_LINE)) rows = JSON.parse(lines[i].slice(INSIGHTS_LINE.length)) as InsightsRows;
+      else if (lines[i].startsWith(SAMPLES_LINE)) samples = JSON.parse(lines[i].slice(SAMPLES_LINE.length)) as SampleRows;
+    }
+    if (rows.length > 0 || samples !== undefined) this.onInsights(rows, samples);
     const decodeShare = ((performance.now() - started) * 1000) / batch.length;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i];

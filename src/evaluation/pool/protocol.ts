@@ -71,6 +71,8 @@ export type PoolItem = EvalItem | GraphQLItem | BulkItem;
 
 /** A batch's answer may end with one more line: this prefix, then the JSON of the batch's insights rows (insights/counter.ts). */
 export const INSIGHTS_LINE = 'I';
+/** …and one more: this prefix, then the JSON of the batch's sampled contexts (samples/sampler.ts rows). */
+export const SAMPLES_LINE = 'S';
 
 /** One Piscina task: a batch of encoded items (`encodeItem` lines joined by '\n', UTF-8). */
 export interface EvalTask {
@@ -88,6 +90,8 @@ export interface WorkerData {
   evalCounts: SharedArrayBuffer;
   /** VEXIL_INSIGHTS: count evaluations per flag; each batch's answer then ends with its counts (insights/counter.ts). */
   insights: boolean;
+  /** VEXIL_CONTEXT_SAMPLE: contexts kept per flag and stage (0: off); a batch's answer may then end with the worker's samples. */
+  contextSample: number;
   graphqlMaxDepth: number;
   graphqlMaxEvaluations: number;
   /** VEXIL_MAX_ANSWER_BYTES: the largest GraphQL answer a worker serialises (default 256 MiB). */

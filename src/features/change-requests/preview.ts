@@ -11,7 +11,8 @@ import type { Authenticated } from '../../auth/authenticate.js';
 import { requirePermission, type Principal } from '../../auth/permissions.js';
 import { badRequest, notFound } from '../../domain/errors.js';
 import { sameName } from '../../domain/name-matching.js';
-import type { EvaluationRequest, KillSwitchRule, Organization, Permission } from '../../domain/types.js';
+import { changedKillSwitchRules } from '../../domain/protection.js';
+import type { EvaluationRequest, Organization, Permission } from '../../domain/types.js';
 import { parseEvaluationBody } from '../../domain/validation/evaluation.js';
 import { buildSnapshot, evaluateFlag, type OrgSnapshot } from '../../engine/index.js';
 import type { ActorRuntime } from '../../runtime.js';
@@ -56,11 +57,7 @@ export function affectedFlags(targets: readonly Target[], before: OrgSnapshot, a
         for (const cf of s.flags.values())
           if ([...cf.configs.values()].some((cc) => cc.config.rules.some((r) => (r.segments ?? []).includes(t.segment)))) out.add(cf.flag.name);
     } else {
-      const key = (r: KillSwitchRule) => JSON.stringify([r.flag, r.application, r.environment]);
-      const b = new Set(before.org.killSwitch.map(key));
-      const a = new Set(after.org.killSwitch.map(key));
-      const changed = [...before.org.killSwitch.filter((r) => !a.has(key(r))), ...after.org.killSwitch.filter((r) => !b.has(key(r)))];
-      for (const r of changed)
+      for (const r of changedKillSwitchRules(before.org.killSwitch, after.org.killSwitch))
         for (const s of snaps)
           for (const cf of s.flags.values())
             if ((r.flag === null || r.flag === cf.flag.name) && (r.application === null || sameName(r.application, cf.flag.project))) out.add(cf.flag.name);
@@ -79,8 +76,19 @@ export function affectedFlags(targets: readonly Target[], before: OrgSnapshot, a
   return [...out].sort();
 }
 
-/** Evaluates `flags` in `stages` for every context, before and after (pure: the engine on two snapshots). */
-export function compare(before: OrgSnapshot, after: OrgSnapshot, flags: readonly string[], stages: readonly string[], contexts: readonly PreviewContext[], nowMs: number): PreviewResult {
+/**
+ * Evaluates `flags` in `stages` for every context, before and after (pure: the engine on two
+ * snapshots). `sampled`, when given, adds the contexts sampled for each flag and stage (after `contexts`).
+ */
+export function compare(
+  before: OrgSnapshot,
+  after: OrgSnapshot,
+  flags: readonly string[],
+  stages: readonly string[],
+  given: readonly PreviewContext[],
+  nowMs: number,
+  sampled?: (flag: string, stage: string) => readonly PreviewContext[],
+): PreviewResult {
   const result: PreviewResult = { evaluated: 0, changed: 0, flags: [], examples: [] };
   for (const flag of flags) {
     const fb = before.flags.get(flag);
@@ -88,6 +96,7 @@ export function compare(before: OrgSnapshot, after: OrgSnapshot, flags: readonly
     for (const stage of stages) {
       const uses = (cf: typeof fb) => cf !== undefined && cf.flag.environments.some((e) => sameName(e, stage));
       if (!uses(fb) && !uses(fa)) continue;
+      const contexts = sampled === undefined ? given : [...given, ...sampled(flag, stage)];
       const counts = new Map<string, { from: string | null; to: string | null; count: number }>();
       let changed = 0;
       for (const c of contexts) {
@@ -147,8 +156,9 @@ export async function previewRequest(rt: ActorRuntime, auth: Authenticated, id: 
   requirePermission(p, 'CanRead');
   const { contexts, sample } = parseContexts(raw, rt);
   if (contexts === null && !sample) throw badRequest('preview: give contexts, or sample: true');
-  // Context sampling (VEXIL_CONTEXT_SAMPLE) is not built yet: no node keeps samples.
-  if (sample) throw badRequest('sample: this node keeps no samples of evaluated contexts (VEXIL_CONTEXT_SAMPLE is not available); give contexts');
+  const samples = rt.samples ?? null;
+  if (sample && samples === null)
+    throw badRequest('sample: VEXIL_CONTEXT_SAMPLE is off on this node (0), so it keeps no evaluated contexts to preview; give contexts, or set VEXIL_CONTEXT_SAMPLE');
   const req = await store.getRequest(rt.db, p.orgId, id);
   if (req === null) throw notFound(`Change request '${id}' not found`);
   const rev = await store.getRevision(rt.db, id, req.revision);
@@ -171,5 +181,8 @@ export async function previewRequest(rt: ActorRuntime, auth: Authenticated, id: 
   };
   const flags = affectedFlags(rev.targets, before, after).filter(visible);
   const stages = p.environment === null ? rev.environments : rev.environments.filter((s) => sameName(s, p.environment!));
-  return compare(before, after, flags, stages, contexts!, rt.now());
+  // With `sample: true`, each flag and stage is evaluated over the given contexts (if any) and then
+  // the contexts this node sampled for that flag and stage (docs/change-requests.md, "Sampled contexts").
+  const sampled = sample ? (flag: string, stage: string) => samples!.contexts(p.orgId, flag, stage) : undefined;
+  return compare(before, after, flags, stages, contexts ?? [], rt.now(), sampled);
 }

@@ -23,6 +23,7 @@ import {
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound, quotaExceeded, VexilError } from '../../domain/errors.js';
 import { findName, sameName } from '../../domain/name-matching.js';
+import { changedKillSwitchRules } from '../../domain/protection.js';
 import type { AuditActor, AuditChange, Flag, FlagConfig, KillSwitchRule, Organization, Segment } from '../../domain/types.js';
 import { parseDateTime } from '../../domain/validation.js';
 import type { ActorRuntime } from '../../runtime.js';
@@ -168,12 +169,7 @@ async function environmentsOf(tx: Queryable, org: Organization, targets: readonl
     else if (t.type === 'segment') {
       for (const name of await segmentStore.flagsUsingSegment(tx, org.id, t.segment)) for (const c of await flagStore.listConfigs(tx, org.id, name)) add(c.stage);
     } else {
-      const b = (bases[k] ?? []) as KillSwitchRule[];
-      const a = (afters[k] ?? []) as KillSwitchRule[];
-      const key = (r: KillSwitchRule) => JSON.stringify([r.flag, r.application, r.environment]);
-      const bs = new Set(b.map(key));
-      const as = new Set(a.map(key));
-      for (const r of [...b.filter((r) => !as.has(key(r))), ...a.filter((r) => !bs.has(key(r)))]) {
+      for (const r of changedKillSwitchRules((bases[k] ?? []) as KillSwitchRule[], (afters[k] ?? []) as KillSwitchRule[])) {
         if (r.environment === null) org.environments.forEach(add);
         else add(r.environment);
       }

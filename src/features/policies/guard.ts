@@ -14,12 +14,12 @@
  */
 import { has, type Principal } from '../../auth/permissions.js';
 import { forbidden, reviewRequired } from '../../domain/errors.js';
-import { affectedStages, decideProtection, protectedStages, type WriteEffect } from '../../domain/protection.js';
+import { affectedStages, decideProtection, type WriteEffect } from '../../domain/protection.js';
 import type { Organization } from '../../domain/types.js';
 import type { Queryable } from '../../storage/database.js';
 import * as flagStore from '../flags/store.js';
 import { bypassContext } from './bypass.js';
-import { anyProtected, configStagesOfFlags, configStagesUsingSegment, readPolicies, type EnvironmentPolicy } from './store.js';
+import { anyProtected, configStagesOfFlags, configStagesUsingSegment, readPolicies } from './store.js';
 
 export type { WriteEffect } from '../../domain/protection.js';
 
@@ -63,26 +63,6 @@ export async function guardWrite(
     case 'review_required':
       throw reviewRequired(decision.environments);
   }
-}
-
-/**
- * For change requests (which environments a change touches, and their policies): the environments
- * whose answers `effect` could change, and among them the protected ones with their policies, read
- * in `tx`. The same decision the guard makes, without refusing anything.
- */
-export async function protectedEnvironments(
-  tx: Queryable,
-  org: Organization,
-  effect: WriteEffect,
-): Promise<{ environments: string[]; protected: Map<string, EnvironmentPolicy> }> {
-  const environments = affectedStages(effect, org.environments);
-  const policies = await readPolicies(tx, org.id);
-  const guarded = new Map<string, EnvironmentPolicy>();
-  for (const stage of protectedStages(environments, policies)) {
-    const policy = [...policies].find(([s]) => s.toLowerCase() === stage.toLowerCase())![1];
-    guarded.set(stage, policy);
-  }
-  return { environments, protected: guarded };
 }
 
 /** The effect of a write to flag `name`'s own fields: the stages where it or a flag depending on it has a configuration. */

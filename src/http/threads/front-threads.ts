@@ -9,6 +9,7 @@
  * and hands each to a thread's app in turn (`Acceptor`), and serves none itself.
  */
 import type { InsightsRows } from '../../insights/counter.js';
+import type { SampleRows } from '../../samples/sampler.js';
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
@@ -43,8 +44,8 @@ export interface FrontThreadsOptions {
   /** The node's per-key token buckets, which every thread takes from. */
   limits: LimiterMemory;
   log: Logger;
-  /** A thread's evaluation counts per flag (insights/counter.ts rows), posted every `insightsPostMs` and at its end. */
-  onInsights?: (rows: InsightsRows) => void;
+  /** A thread's evaluation counts per flag (insights/counter.ts rows) and sampled contexts, posted every `insightsPostMs` and at its end. */
+  onInsights?: (rows: InsightsRows, samples?: SampleRows) => void;
 }
 
 /** How long a thread may take to start listening. */
@@ -66,7 +67,7 @@ class ThreadLink {
     this.relay = new RelayServer(opts.routes, opts.exchanges, opts.keys, (msg) => this.post(msg));
     this.onInsights = opts.onInsights ?? (() => {});
   }
-  private readonly onInsights: (rows: InsightsRows) => void;
+  private readonly onInsights: (rows: InsightsRows, samples?: SampleRows) => void;
 
   post(msg: ToThread): void {
     if (!this.exited) this.worker.postMessage(msg);
@@ -75,7 +76,7 @@ class ThreadLink {
   receive(msg: FromThread): void {
     if (this.relay.receive(msg)) return;
     if (msg.t === 'insights') {
-      this.onInsights(msg.rows);
+      this.onInsights(msg.rows, msg.samples);
       return;
     }
     if (msg.t === 'stats') {

@@ -15,6 +15,7 @@ import type { Incoming } from '../handler.js';
 import type { RouteStatsSnapshot } from '../../ops/route-stats.js';
 import type { Config } from '../../config.js';
 import type { InsightsRows } from '../../insights/counter.js';
+import type { SampleRows } from '../../samples/sampler.js';
 import type { LimiterMemory } from '../../ratelimit/shared-limiter.js';
 
 /** What a front thread is started with (workerData). */
@@ -84,8 +85,8 @@ export type FromThread =
   /** The client of stream `id` went away. */
   | { t: 'closed'; id: number }
   | { t: 'stats'; id: number; routes: RouteStatsSnapshot[] }
-  /** The thread's evaluation counts per flag since its last post (insights/counter.ts). */
-  | { t: 'insights'; rows: InsightsRows };
+  /** The thread's evaluation counts per flag since its last post (insights/counter.ts), and its sampled contexts (samples/sampler.ts). */
+  | { t: 'insights'; rows: InsightsRows; samples?: SampleRows };
 
 /** A route's name across threads: its method and pattern. */
 export const routeKey = (method: Method, pattern: string): string => `${method} ${pattern}`;

@@ -13,7 +13,9 @@
  * successive reads of a counter flag never go backwards; every node serves the last write within
  * 3 s of the last fault; no process exits unless the test killed it; a webhook receiver (failing
  * one request in 20) gets every acknowledged write's event, at least once, in commit order
- * (docs/webhooks.md).
+ * (docs/webhooks.md). Change requests touching three flags are created, approved and applied
+ * throughout (harness.ts `ChangeRequestLoop`): each apply is all or nothing, and the applied ones
+ * match the data.
  *
  * VEXIL_CHAOS_MINUTES (default 2, the CI run) sets the duration; VEXIL_CHAOS_WRITES_PER_S (default
  * 40) the write rate besides the counter's 5/s. Needs DATABASE_URL and a nats-server binary.
@@ -24,7 +26,7 @@ import t from 'tap';
 import { freePort, NATS_BIN, PrivateNats } from '../../helpers/cluster.js';
 import { boolVariants, freshPostgresDatabase, postgresUrl, randomKey } from '../../helpers/node.js';
 import { Receiver, verify } from '../../helpers/webhooks.js';
-import { availability, call, ChaosNode, pct, Samples, sendWrite, sleep, type UnexpectedExit, type Window, type Write, type WriteStats } from './harness.js';
+import { availability, call, ChangeRequestLoop, ChaosNode, pct, Samples, sendWrite, sleep, type UnexpectedExit, type Window, type Write, type WriteStats } from './harness.js';
 
 const MINUTES = Number(process.env.VEXIL_CHAOS_MINUTES ?? 2);
 const WRITES_PER_S = Number(process.env.VEXIL_CHAOS_WRITES_PER_S ?? 40);
@@ -110,6 +112,8 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     }
     t.equal(r?.status, 200, `${n.name} evaluates the counter`);
   }
+
+  const changeRequests = await ChangeRequestLoop.setup(nodes, adminKey);
 
   // ---- a webhook receiver (docs/webhooks.md): every event, at least once, in commit order ----------
   // It fails one request in 20 (retries under faults too). `hooked`: audit event ids acknowledged;
@@ -301,6 +305,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   };
 
   const writerLoops = Array.from({ length: WRITERS }, (_, w) => writer(w));
+  changeRequests.start();
   const counterDone = counterLoop();
   const evalLoops = nodes.map((n) => evalLoop(n));
   await faultLoop();
@@ -340,6 +345,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   // ---- wind down ---------------------------------------------------------------------------------
   stopWriters = true;
   await Promise.all(writerLoops);
+  await changeRequests.stop();
   stopEval = true;
   await Promise.all(evalLoops);
   const runMs = now();
@@ -352,6 +358,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   const configRows = await sql`select flag_name, rules from flag_configs where org_id = ${org.id} and stage = 'production' and client_id = ''`;
   const auditRows = await sql`select id, action, target_name, after::text as after from audit_events where org_id = ${org.id} order by id`;
   const dbDescription = new Map<string, string | null>(flagRows.map((r) => [r.name as string, r.description as string | null]));
+  const crCheck = await changeRequests.check(sql, org.id as string);
   const dbRule = new Map<string, string | undefined>(configRows.map((r) => [r.flag_name as string, (r.rules as { id: string }[])[0]?.id]));
 
   // Audit events by the marker their write left (a flag's description, a configuration's rule id).
@@ -362,7 +369,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     const after = e.after === null ? null : JSON.parse(e.after as string);
     const marker = (e.action as string).startsWith('config.') ? after?.rules?.[0]?.id : after?.description;
     if (typeof marker === 'string' && byId.has(marker)) events.set(marker, (events.get(marker) ?? 0) + 1);
-    else if (!(e.action === 'key.create' || e.action === 'org.create' || e.action === 'webhook.create' || marker === 'k-0' || (e.target_name === COUNTER && marker === undefined))) {
+    else if (!(crCheck.accounted.has(Number(e.id)) || e.action === 'key.create' || e.action === 'org.create' || e.action === 'webhook.create' || marker === 'k-0' || (e.target_name === COUNTER && marker === undefined))) {
       strayEvents.push(`${e.id} ${e.action} ${e.target_name} ${String(e.after).slice(0, 120)}`);
     }
   }
@@ -463,6 +470,7 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
     t.comment(`  not acknowledged: ${w.id} (${(((w.startedAt ?? runStart) - runStart) / 1000).toFixed(1)} s) ${w.kind} ${w.flag} -> ${w.outcome}, audit events ${events.get(w.id) ?? 0}, statuses ${w.statuses.join(',')}, last: ${w.lastText?.slice(0, 160)}`);
   }
   t.comment(`audit events in the run: ${[...events.values()].reduce((a, b) => a + b, 0)}; stray: ${strayEvents.length}`);
+  t.comment(`change requests: ${crCheck.summary}`);
   t.comment(`faults: ${faults.length} ${JSON.stringify(faultCounts)}`);
   for (const f of faults) t.comment(`  ${(f.start / 1000).toFixed(1)} s ${f.kind} ${f.target}: ${f.detail}`);
   t.comment(`evaluations: ${evalTotal}`);
@@ -528,6 +536,8 @@ t.test(`chaos: three nodes, PostgreSQL and NATS under faults for ${MINUTES} min`
   t.same(notHooked.slice(0, 20), [], 'every acknowledged write reached the webhook receiver');
   t.same(hookOrder, [], 'webhook messages arrived in commit order, every one verified (standardwebhooks)');
   t.same(allEventIds.filter((id) => !hooked.has(id)).slice(0, 20), [], 'every recorded event reached the webhook receiver');
+  t.ok(changeRequests.rounds.some((r) => r.apply === 'acked'), 'change requests were applied during the faults');
+  t.same(crCheck.problems, [], 'every change-request apply is all or nothing, and the applied requests match the data');
   for (const n of nodes) t.ok(n.running, `${n.name} is running at the end`);
   t.ok(Object.keys(faultCounts).length === FAULT_KINDS.length || MINUTES * 60 < 60, `every kind of fault was injected (${JSON.stringify(faultCounts)})`);
 });

@@ -132,6 +132,20 @@ t.test('approval integrity', async (t) => {
     must(t, await apply(n, writer, dev), 200, 'applies without review');
   });
 
+  t.test('self-approval is refused when a request touches two protected environments and only one allows it', async (t) => {
+    await policy('production', { requiredApprovals: 1, allowSelfApproval: true });
+    await policy('development', { requiredApprovals: 1, allowSelfApproval: false });
+    const both = must(t, await propose(n, author, [toggle('f', false), toggle('g', false, 'development')]), 201, 'touches production and development').body;
+    t.same([...both.environments].sort(), ['development', 'production']);
+    expectProblem(t, await review(n, author, both), 403, 'FORBIDDEN', /self-approval/);
+    t.same((await getCr(n, admin, both.id)).body.history.reviews, [], 'nothing recorded');
+    const prod = must(t, await propose(n, author, [toggle('f', false)]), 201, 'production only').body;
+    must(t, await review(n, author, prod), 200, 'self-approval where the one protected environment touched allows it');
+    for (const cr of [both, prod]) must(t, await act(n, author, cr.id, 'close'), 200, 'close');
+    await policy('development', { requiredApprovals: 0 });
+    await policy('production', { requiredApprovals: 2 });
+  });
+
   t.test('a policy raised after approvals: the apply checks the policy of now', async (t) => {
     await policy('production', { requiredApprovals: 1 });
     const cr = must(t, await propose(n, writer, [toggle('g', false)]), 201, 'propose').body;

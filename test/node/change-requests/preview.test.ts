@@ -137,6 +137,22 @@ t.test('preview', async (t) => {
     t.match(await preview(webProd), { evaluated: 1, changed: 1, flags: [{ flag: 'other', stage: 'production' }] }, 'its own application and environment');
     must(t, await act(n, admin, open.id, 'close'), 200, 'close');
   });
+
+  t.test('a request touching two applications: a key scoped to one previews only its own', async (t) => {
+    must(t, await postFlag(n, admin, 'bill', { project: 'billing' }), 201, 'a billing flag');
+    must(t, await postConfig(n, admin, 'bill', { defaultVariantKey: 'on' }), 200, 'bill production');
+    const two = must(t, await propose(n, admin, [upsert('other', { defaultVariantKey: 'off' }), upsert('bill', { defaultVariantKey: 'off' })]), 201, 'web and billing').body;
+    const preview = async (key: string) => must(t, await n.req('POST', `/api/change-requests/${two.id}/preview`, { key, body: { contexts: [{ userId: 'u' }] } }), 200, 'preview').body;
+    const flagsOf = (pv: any) => pv.flags.map((f: any) => f.flag);
+    const billing = await makeKey(n, admin, { permissions: ['CanRead'], application: 'billing' });
+    const web = await makeKey(n, admin, { permissions: ['CanRead'], application: 'web' });
+    t.same(flagsOf(await preview(admin)), ['bill', 'other'], 'an organization-wide key sees both');
+    const b = await preview(billing);
+    t.same(flagsOf(b), ['bill'], 'billing sees billing only');
+    t.ok(b.examples.every((e: any) => e.flag === 'bill') && b.evaluated === 1 && b.changed === 1, 'its counts and examples are its own');
+    t.same(flagsOf(await preview(web)), ['other'], 'web sees web only');
+    must(t, await act(n, admin, two.id, 'close'), 200, 'close');
+  });
 });
 
 async function makeReader(n: TestNode, admin: string): Promise<string> {

@@ -96,6 +96,24 @@ t.test('scheduled change requests', async (t) => {
     t.equal((await getCr(n, admin, cr.id)).body.state, 'open', 'the old schedule does not apply the new revision');
     t.equal((await getFlag(n, admin, 'f')).body.configs[0].enabled, true);
   });
+
+  t.test('every change.* audit event carries the request id and the hash of its revision', async (t) => {
+    // The steps the tests above did not take here: a review and a close.
+    const approver = await makeKey(n, admin, { permissions: ['CanApprove'], name: 'approver' });
+    const cr = must(t, await propose(n, admin, [toggle('g', true)]), 201, 'create').body;
+    must(t, await act(n, approver, cr.id, 'reviews', { decision: 'approve', hash: cr.hash }), 200, 'review');
+    must(t, await act(n, admin, cr.id, 'close'), 200, 'close');
+    const events = (await auditLog(n, admin)).filter((e) => e.action.startsWith('change.'));
+    t.same([...new Set(events.map((e) => e.action))].sort(), ['change.apply', 'change.close', 'change.create', 'change.fail', 'change.review', 'change.revise', 'change.schedule'], 'every step of a change request is in this log');
+    const hashes = new Map<string, Set<string>>();
+    for (const e of events) {
+      const id = e.target?.name as string;
+      if (!hashes.has(id)) hashes.set(id, new Set(((await getCr(n, admin, id)).body.history.revisions as any[]).map((r) => r.hash)));
+      t.equal(e.changeRequestId, id, `${e.action}: changeRequestId is the request's id`);
+      t.equal(e.after?.id, id, `${e.action}: after.id too`);
+      t.ok(typeof e.after?.hash === 'string' && hashes.get(id)!.has(e.after.hash), `${e.action} of ${id}: after.hash is one of its revisions' hashes`);
+    }
+  });
 });
 
 t.test('a scheduled request survives a restart; one due while the node was down is applied at start', async (t) => {

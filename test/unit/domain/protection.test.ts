@@ -4,7 +4,7 @@
  * passes (change request, bypass) or is refused (review_required, bypass without Admin).
  */
 import t from 'tap';
-import { affectedStages, decideProtection, protectedStages, type PolicyView } from '../../../src/domain/protection.js';
+import { affectedStages, changedKillSwitchRules, decideProtection, protectedStages, type PolicyView } from '../../../src/domain/protection.js';
 import { parseBypassHeader } from '../../../src/features/policies/bypass.js';
 import { isVexilError, reviewRequired } from '../../../src/domain/errors.js';
 import { toProblem } from '../../../src/http/problem.js';
@@ -24,11 +24,23 @@ t.test('affectedStages', async (t) => {
   t.same(affectedStages({ kind: 'segment', usedIn: [] }, ENVS), [], 'an unused segment');
   t.same(affectedStages({ kind: 'killSwitch', before: [], after: [ks('f', null, 'production')] }, ENVS), ['production'], 'a rule added');
   t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', null, 'production')], after: [] }, ENVS), ['production'], 'a rule removed');
-  t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', null, 'production')], after: [ks('F', null, 'Production')] }, ENVS), [], 'the same rule respelled');
+  t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', 'app', 'production')], after: [ks('f', 'APP', 'Production')] }, ENVS), [], 'the same rule, its application and environment respelled');
+  t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', null, 'production')], after: [ks('F', null, 'production')] }, ENVS), ['production'], 'another flag name: rules match flags exactly');
   t.same(affectedStages({ kind: 'killSwitch', before: [ks('f', null, 'production')], after: [ks('f', null, 'production'), ks(null, 'app', null)] }, ENVS), ENVS, 'a rule for every environment');
   t.same(affectedStages({ kind: 'environments', removed: ['staging'], renamed: ['production'] }, ENVS), ['staging', 'production']);
   t.same(affectedStages({ kind: 'environments', removed: [], renamed: [] }, ENVS), [], 'an environment added');
   t.same(affectedStages({ kind: 'applications' }, ENVS), ENVS, 'an application added, removed or renamed: clientIds name applications');
+});
+
+t.test('changedKillSwitchRules: the rules added or removed, matched as evaluation matches them', async (t) => {
+  const a = ks('f', 'web', 'production');
+  t.same(changedKillSwitchRules([], []), []);
+  t.same(changedKillSwitchRules([a], [a]), [], 'unchanged');
+  t.same(changedKillSwitchRules([a], [ks('f', 'WEB', 'Production')]), [], 'application and environment compare ignoring case (engine: sameName)');
+  t.same(changedKillSwitchRules([a], [ks('F', 'web', 'production')]), [a, ks('F', 'web', 'production')], 'the flag compares exactly (engine: ===): removed and added');
+  t.same(changedKillSwitchRules([a, ks(null, null, 'staging')], [ks(null, null, 'staging')]), [a], 'a rule removed');
+  t.same(changedKillSwitchRules([a], [ks(null, 'web', 'production'), a]), [ks(null, 'web', 'production')], 'a rule added; order does not matter');
+  t.same(changedKillSwitchRules([a], [ks('f', 'web', null)]), [a, ks('f', 'web', null)], 'every environment is not production');
 });
 
 const policies = new Map<string, PolicyView>([
