@@ -31,7 +31,7 @@ TAG="docker.io/library/node:${NODE_VERSION%%.*}-${SUITE}-slim"
 PODMAN=(podman --runtime runc --cgroup-manager=cgroupfs)
 CACHE_ROOT=${VEXIL_STANDIN_CACHE:-/var/tmp/vexil-standin}
 
-say() { echo "standin: $*" >&2; }
+say() { echo "standin: [${SECONDS} s] $*" >&2; }
 
 # The recipe's key: what goes into the image.
 KEY=$( { cat "$0"; echo "$NODE_VERSION $NPM_SPEC $SUITE $MIRROR"; cat "$CA_BUNDLE" 2>/dev/null || true; } | sha256sum | cut -c1-16)
