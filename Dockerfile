@@ -17,7 +17,7 @@ WORKDIR /src
 # that this layer stays small.
 COPY package.json package-lock.json ./
 COPY packages/openfeature-provider/package.json packages/openfeature-provider/
-COPY scripts/patch-postgres.mjs scripts/image-prune.mjs scripts/
+COPY scripts/patch-postgres.mjs scripts/image-prune.mjs scripts/size-of.mjs scripts/
 RUN --mount=type=cache,id=vexil-npm,target=/root/.npm,sharing=locked \
     npm ci --ignore-scripts --prefer-offline --no-audit --no-fund \
  && node scripts/patch-postgres.mjs \

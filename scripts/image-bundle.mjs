@@ -19,9 +19,10 @@
  */
 import { build } from 'esbuild';
 import { builtinModules } from 'node:module';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sizeOf } from './size-of.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = resolve(process.argv[2] ?? join(ROOT, 'dist', 'image'));
@@ -54,13 +55,6 @@ const POSTGRES_PATCH = '/* vexil-patch: porsager/postgres#1154 */';
 const BUILTIN = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const packageOf = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
 
-function sizeOf(p) {
-  const st = statSync(p);
-  if (!st.isDirectory()) return st.size;
-  let n = 0;
-  for (const e of readdirSync(p)) n += sizeOf(join(p, e));
-  return n;
-}
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 rmSync(out, { recursive: true, force: true });
@@ -120,5 +114,5 @@ const fromPackages = new Set(bundled.filter((p) => p.includes('node_modules/')).
 console.log(
   `image-bundle: ${Object.keys(ENTRIES).length} entry points and ${readdirSync(join(out, 'dist', 'chunks')).length} chunks, ${mb(sizeOf(join(out, 'dist')))} ` +
     `(${bundled.length - [...bundled].filter((p) => p.includes('node_modules/')).length} source files, ${fromPackages.size} packages: ${[...fromPackages].sort().join(' ')}); ` +
-    `node_modules: ${[...keep].sort().join(' ')} (${mb(sizeOf(join(out, 'node_modules')))} before scripts/image-prune.mjs)`,
+    `node_modules: ${[...keep].sort().join(' ')} (${mb(sizeOf(join(out, 'node_modules')))})`,
 );

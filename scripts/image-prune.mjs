@@ -17,21 +17,15 @@
  *   node scripts/image-prune.mjs [node_modules]     prints what it removed and how much
  */
 import { build } from 'esbuild';
-import { existsSync, lstatSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { sizeOf } from './size-of.mjs';
 
 const root = resolve(process.argv[2] ?? 'node_modules');
 const keep = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
 let files = 0;
 let bytes = 0;
 
-function sizeOf(p) {
-  const st = lstatSync(p);
-  if (!st.isDirectory()) return st.size;
-  let n = 0;
-  for (const e of readdirSync(p)) n += sizeOf(join(p, e));
-  return n;
-}
 function remove(p) {
   bytes += sizeOf(p);
   files++;
