@@ -7,25 +7,32 @@
 # falls back to node:http, at about 44 % of the throughput (README, "Requirements").
 ARG NODE_IMAGE=docker.io/library/node:24-trixie-slim
 
-# --- build: every dependency, the TypeScript build, then only what runs --------------------------
+# --- build: every dependency, then the node bundled, and only what runs ----------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
-# Dependencies first, so that a source change reuses this layer. No install scripts: the build
-# runs below, and the one postinstall step that matters (the postgres.js patch) runs by hand.
+# Dependencies first, so that a source change reuses this layer. No install scripts: the one
+# postinstall step that matters (the postgres.js patch) runs by hand. npm's cache is a cache mount:
+# a changed lock file downloads only what changed. scripts/image-prune.mjs then drops what no
+# runtime path on this platform loads (the other platforms' uWebSockets.js binaries: 220 MB), so
+# that this layer stays small.
 COPY package.json package-lock.json ./
 COPY packages/openfeature-provider/package.json packages/openfeature-provider/
-COPY scripts/patch-postgres.mjs scripts/
-RUN npm ci --ignore-scripts --no-audit --no-fund && node scripts/patch-postgres.mjs
+COPY scripts/patch-postgres.mjs scripts/image-prune.mjs scripts/size-of.mjs scripts/
+RUN --mount=type=cache,id=vexil-npm,target=/root/.npm,sharing=locked \
+    npm ci --ignore-scripts --prefer-offline --no-audit --no-fund \
+ && node scripts/patch-postgres.mjs \
+ && node scripts/image-prune.mjs node_modules
 COPY . .
-RUN npm run build \
- && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
- && node scripts/image-prune.mjs node_modules \
- && find dist -name '*.map' -delete \
- && mkdir -p /out/dist /out/data \
- && cp -a package.json sql node_modules scripts/healthcheck.mjs /out/ \
- && cp -a dist/src dist/workers dist/ui /out/dist/
+# scripts/image-bundle.mjs: the node, its workers and its pure-JavaScript dependencies bundled with
+# esbuild from the sources (the type check is CI's), beside the few packages that cannot be bundled
+# (native and WASM ones, Piscina); ui/build.mjs: the admin UI.
+RUN node scripts/image-bundle.mjs /out \
+ && node ui/build.mjs \
+ && cp -a dist/ui /out/dist/ \
+ && cp -a scripts/healthcheck.mjs /out/ \
+ && mkdir -p /out/data
 
-# --- runtime: Node.js, the compiled node, its production dependencies, migrations, the admin UI --
+# --- runtime: Node.js, the bundled node, the packages it loads, migrations, the admin UI ------------
 FROM ${NODE_IMAGE}
 LABEL org.opencontainers.image.title="Vexil" \
       org.opencontainers.image.description="Self-hosted feature flag service" \

@@ -1,32 +1,31 @@
 #!/usr/bin/env node
 /**
- * The Dockerfile's last build step (docs/deploy.md, "The image"): trims the production
- * node_modules (after `npm prune --omit=dev`) to what the node loads on this platform and Node.js.
+ * In the Dockerfile's build stage, right after `npm ci` (docs/deploy.md, "The image"): trims
+ * node_modules to what runs on this platform and Node.js, before scripts/image-bundle.mjs copies
+ * the packages that cannot be bundled into the image. Only esbuild and preact of the development
+ * dependencies are used after it (the bundle, the admin UI), and neither needs what it removes.
  *
  *   - uWebSockets.js binaries: of the two packages (src/http/uws.ts), only the binary for this
  *     platform, architecture and Node ABI is kept (about 7 MB of some 230 MB);
- *   - PGlite's CommonJS build and its extension tarballs (src/storage/pglite.ts imports the ES
- *     module and loads no extension); prebuilt addons for other platforms;
- *   - the workspace link to packages/openfeature-provider (a client library the node never loads);
+ *   - PGlite: the modules its ES entry point reaches (static and dynamic imports, as esbuild
+ *     resolves them) and its .wasm and .data files, which those modules load by URL. Its CommonJS
+ *     build, its other entry points (live, worker, node-postgres) and its extension tarballs go:
+ *     src/storage/pglite.ts imports the main entry and loads no extension;
+ *   - prebuilt addons for other platforms;
  *   - source maps, TypeScript sources and declarations, Markdown, tests, examples and docs folders.
  *
  *   node scripts/image-prune.mjs [node_modules]     prints what it removed and how much
  */
-import { lstatSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { build } from 'esbuild';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { sizeOf } from './size-of.mjs';
 
 const root = resolve(process.argv[2] ?? 'node_modules');
 const keep = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
 let files = 0;
 let bytes = 0;
 
-function sizeOf(p) {
-  const st = lstatSync(p);
-  if (!st.isDirectory()) return st.size;
-  let n = 0;
-  for (const e of readdirSync(p)) n += sizeOf(join(p, e));
-  return n;
-}
 function remove(p) {
   bytes += sizeOf(p);
   files++;
@@ -43,6 +42,16 @@ for (const dir of [join(root, '@btc-vision', 'uwebsockets.js'), join(root, 'uWeb
   }
   for (const e of entries) if (/^uws_.*\.node$/.test(e) && e !== keep) remove(join(dir, e));
 }
+// The Node ≤ 20 package goes whole when it holds no binary for this ABI (always so on Node 22+).
+const hasBinary = (dir) => {
+  try {
+    return readdirSync(dir).some((e) => e === keep);
+  } catch {
+    return false;
+  }
+};
+const legacyUws = join(root, 'uWebSockets.js');
+if (existsSync(legacyUws) && !hasBinary(join(legacyUws, 'binaries'))) remove(legacyUws);
 for (const e of ['src', 'docs', 'dist']) {
   // The Node ≤ 20 package's sources and its JavaScript shim (never used: src/http/uws.ts).
   const p = join(root, 'uWebSockets.js', e);
@@ -54,12 +63,33 @@ for (const e of ['src', 'docs', 'dist']) {
   }
 }
 
-// PGlite: the ES module build only, no extensions.
-const pglite = join(root, '@electric-sql', 'pglite', 'dist');
+// PGlite: its ES module graph and the assets it loads.
+const pgliteDir = join(root, '@electric-sql', 'pglite');
 try {
-  for (const e of readdirSync(pglite)) if (/\.(cjs|tar\.gz)$/.test(e) || e === 'contrib') remove(join(pglite, e));
-} catch {
-  /* absent */
+  statSync(join(pgliteDir, 'package.json'));
+  const graph = await build({
+    entryPoints: [join(pgliteDir, 'dist', 'index.js')],
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    outdir: join(pgliteDir, '.graph'),
+    write: false,
+    metafile: true,
+    logLevel: 'error',
+  });
+  const reached = new Set(Object.keys(graph.metafile.inputs).map((p) => resolve(p)));
+  if (!reached.has(join(pgliteDir, 'dist', 'fs', 'nodefs.js'))) throw new Error('image-prune: PGlite\'s graph misses fs/nodefs.js (its file system for a data directory)');
+  const prune = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) prune(p);
+      else if (!reached.has(p) && !/\.(wasm|data)$/.test(e.name)) remove(p);
+    }
+  };
+  prune(join(pgliteDir, 'dist'));
+} catch (err) {
+  if (err.code !== 'ENOENT') throw err;
 }
 // node-gyp-build prebuilds (bufferutil, utf-8-validate): this platform's only.
 for (const pkg of readdirSync(root)) {
@@ -69,13 +99,6 @@ for (const pkg of readdirSync(root)) {
   } catch {
     /* none */
   }
-}
-
-// The workspace package (a link into packages/, which the image does not hold).
-try {
-  if (lstatSync(join(root, '@vexil', 'openfeature-provider')).isSymbolicLink()) remove(join(root, '@vexil'));
-} catch {
-  /* absent */
 }
 
 const JUNK_DIRS = new Set(['test', 'tests', '__tests__', 'example', 'examples', 'docs', 'doc', '.github', 'benchmark', 'benchmarks', 'coverage']);

