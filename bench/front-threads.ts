@@ -21,7 +21,7 @@
  * /healthz reported).
  *
  *   npm run bench -- front-threads [--duration 5] [--connections 50]
- *   VEXIL_BENCH_PAIRS=3            rounds (default 3)
+ *   --pairs 3 (VEXIL_BENCH_PAIRS)  rounds (default 3)
  *   VEXIL_BENCH_FRONT_THREADS=1,2  the counts (default 1, 2, 4, … up to the server's cores)
  *   VEXIL_BENCH_NO_WRK=1           the load.ts generator even where wrk is installed
  */
@@ -159,7 +159,7 @@ async function frontThreads(rc: RunContext): Promise<Measurement[]> {
     ? process.env.VEXIL_BENCH_FRONT_THREADS.split(',').map((x) => Math.floor(Number(x))).filter((x) => x >= 1)
     : threadCounts(place.serverCores);
   if (!counts.includes(1)) counts.unshift(1);
-  const pairs = Math.max(1, Math.floor(Number(process.env.VEXIL_BENCH_PAIRS ?? '3')));
+  const pairs = rc.opts.pairs ?? 3;
   const wrk = hasWrk();
   const generator = wrk ? 'wrk' : `load.ts ${rc.opts.engine} (no wrk)`;
   const where = place.server === undefined ? 'server and generator unpinned, sharing every core' : `server on CPUs ${place.server}, generator on ${place.load}`;
@@ -249,7 +249,7 @@ async function frontThreads(rc: RunContext): Promise<Measurement[]> {
 export const frontThreadsScenario: CustomScenario = {
   name: 'front-threads',
   description:
-    'REST evaluation with VEXIL_FRONT_THREADS=1, 2, 4, … (up to the server\'s cores) in alternating rounds (VEXIL_BENCH_PAIRS, 3) of --duration s, closed loop (wrk): ' +
+    'REST evaluation with VEXIL_FRONT_THREADS=1, 2, 4, … (up to the server\'s cores) in alternating rounds (--pairs, 3) of --duration s, closed loop (wrk): ' +
     'req/s and CPU µs/request per count, and against 1 thread (median of the rounds, min–max); aim for 2 threads ≥ ×1.25 throughput at ≤ ×1.15 CPU/request.',
   run: frontThreads,
 };

@@ -7,7 +7,7 @@
  * in-process provider: `provider.resolve` with counting off (metricsIntervalMs 0) against on
  * (the default), rounds of VEXIL_BENCH_PROVIDER_SEC (0.5) s alternating, in this process.
  *
- * `--pairs N` (VEXIL_BENCH_PAIRS, 5) pairs per comparison; `VEXIL_BENCH_INSIGHTS=rest,bulk,graphql,provider` picks.
+ * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison, and provider rounds of each side; `VEXIL_BENCH_INSIGHTS=rest,bulk,graphql,provider` picks.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -105,7 +105,7 @@ export const insights: CustomScenario = {
     'The cost of counting every evaluation per flag (docs/insights.md): REST, OFREP bulk and 100-alias GraphQL with counting on against ' +
     'VEXIL_INSIGHTS=off, and provider.resolve with counting on against metricsIntervalMs 0; interleaved pairs (aim ≥ 97 %).',
   async run(rc) {
-    const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
+    const pairs = rc.opts.pairs ?? 5;
     const only = process.env.VEXIL_BENCH_INSIGHTS?.split(',').filter(Boolean);
     const rows: Measurement[] = [];
     for (const { key, c } of comparisons()) {

@@ -203,7 +203,7 @@ export const paired: CustomScenario = {
     'default pool vs VEXIL_EVAL_WORKERS=0 (≥ 95 %), a 20,000-id segment rule vs one == condition (≥ 90 %); or, with VEXIL_BENCH_BASE_MAIN, this build against another (≥ 97 %); ' +
     'median of --pairs (5) pair ratios, each slice --duration s.',
   async run(rc) {
-    const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
+    const pairs = rc.opts.pairs ?? 5;
     const only = process.env.VEXIL_BENCH_PAIRED?.split(',').filter(Boolean);
     const rows: Measurement[] = [];
     const base = process.env.VEXIL_BENCH_BASE_MAIN;

@@ -8,7 +8,7 @@
  * server CPU per request of both beside it.
  *
  * Vexil runs `rest-front` (VEXIL_EVAL_WORKERS=0: the whole request on the front thread), the same
- * body, path and connection count as the bare side. `--pairs` via VEXIL_BENCH_PAIRS (default 5),
+ * body, path and connection count as the bare side. `--pairs N` (or VEXIL_BENCH_PAIRS; default 5),
  * `--duration` seconds per slice.
  */
 import { BARE_KEY, median, startBare, startService, makeContext, type Measurement } from './harness.js';
@@ -31,7 +31,7 @@ export const restVsBare: CustomScenario = {
     'Vexil REST evaluation (rest-front: VEXIL_EVAL_WORKERS=0) against the bare uWebSockets.js endpoint in interleaved pairs in the same run: ' +
     'req/s and server CPU µs per request of both, and the median ratio with its spread (aim ≥ 0.70 of bare req/s; issue 28).',
   async run(rc) {
-    const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
+    const pairs = rc.opts.pairs ?? 5;
     const rest = SCENARIOS.find((s) => s.name === 'rest-front');
     if (rest === undefined) throw new Error('rest-vs-bare: no rest-front scenario');
     const row: Measurement = {

@@ -44,6 +44,11 @@ export interface HarnessOptions {
   scalingWorkers: string | undefined;
   /** Flags of the snapshot scenario. */
   snapshotFlags: number;
+  /**
+   * Interleaved A/B pairs (rounds) of the paired scenarios (insights, paired, rest-vs-bare,
+   * front-threads): `--pairs N`, else VEXIL_BENCH_PAIRS; undefined: each scenario's own default.
+   */
+  pairs: number | undefined;
 }
 
 /** A running system under test. */

@@ -55,8 +55,10 @@ export interface VexilProviderOptions {
  */
 export const METRICS_MAX_ENTRIES = 10_000;
 
-/** Per compiled flag: whether it reads reserved context properties, and its unsent counts by variant. */
+/** Per compiled flag: its name, whether it reads reserved context properties, and its unsent counts by variant. */
 interface FlagRecord {
+  /** The flag's name, for the report (the record outlives a data change until it is harvested). */
+  flag: string;
   reads: boolean;
   variants: string[];
   counts: number[];
@@ -110,7 +112,6 @@ export class VexilProvider implements Provider {
   private unsentSince = 0;
   /** Records with counts since the last harvest. */
   private dirtyRecords: FlagRecord[] = [];
-  private recordFlags = new Map<FlagRecord, string>();
   private metricsTimer: ReturnType<typeof setInterval> | null = null;
   private sending: Promise<void> | null = null;
   /** Evaluations whose counts were dropped (more than METRICS_MAX_ENTRIES distinct unsent (flag, variant)). */
@@ -201,7 +202,7 @@ export class VexilProvider implements Provider {
     this.dirtyRecords = [];
     for (const rec of records) {
       rec.dirty = false;
-      const flag = this.recordFlags.get(rec)!;
+      const flag = rec.flag;
       for (let i = 0; i < rec.variants.length; i++) {
         const n = rec.counts[i];
         if (n === 0) continue;
@@ -305,9 +306,8 @@ export class VexilProvider implements Provider {
       const stage = this.stage;
       let rec = this.reservedReaders.get(cf);
       if (rec === undefined) {
-        rec = { reads: readsReservedContext(snapshot, cf), variants: [], counts: [], dirty: false };
+        rec = { flag: cf.flag.name, reads: readsReservedContext(snapshot, cf), variants: [], counts: [], dirty: false };
         this.reservedReaders.set(cf, rec);
-        this.recordFlags.set(rec, cf.flag.name);
       }
       const evalContext = !rec.reads && isPlainContext(context) ? context : evaluationContextOf(context);
       const now = Date.now();
@@ -366,7 +366,6 @@ export class VexilProvider implements Provider {
     // The counts of the old data's records first (the new data has new records).
     this.harvest();
     this.reservedReaders = new Map();
-    this.recordFlags = new Map();
     this.application = feed.application;
     this.stage = feed.stage;
     this.writeCache();

@@ -88,6 +88,8 @@ async function run(t: Test) {
     const fresh = page.getByRole('region', { name: 'Usage' });
     t.ok(await appears(fresh.getByText('New: never evaluated')), 'a flag never evaluated: new');
     t.ok(await appears(fresh.getByText('never').first()), 'no environment evaluated it');
+    t.ok(await appears(fresh.getByText('No evaluations in the last 14 days.')), 'no evaluation: said in words');
+    t.equal(await fresh.getByRole('img').count(), 0, 'no empty chart');
   });
 
   await t.test('the Cleanup page: stale and unused flags with reasons, sortable by last evaluation', async (t) => {

@@ -129,7 +129,10 @@ async function run(t: Test) {
       description: 'Beta programme, Benelux',
       conditions: [{ field: 'plan', operator: '==', value: 'beta' }, { field: 'country', operator: 'in', value: ['NL', 'BE', 'LU'] }],
     }, 'saved');
-    t.match(await page.getByRole('row', { name: /beta-testers/ }).innerText(), /country in \["NL","BE","LU"\]/, 'the list shows the new condition');
+    // The list reloads after the "saved" message: wait for it (a busy machine is slower than the message).
+    const row = page.getByRole('row', { name: /beta-testers/ });
+    await row.filter({ hasText: 'country in ["NL","BE","LU"]' }).waitFor({ timeout: 15_000 }).catch(() => undefined);
+    t.match(await row.innerText(), /country in \["NL","BE","LU"\]/, 'the list shows the new condition');
     await screenshot(page, 'segments');
     await axe(t, 'the segments page');
   });

@@ -179,6 +179,17 @@ t.test('every transport, thread and the provider add up exactly', async (t) => {
     t.same(await until(() => counts(n, orgId), (c) => c['f2/production/web/off/hour'] === want['f2/production/web/off/hour'], 5000, 50), want, 'the node counted exactly what the provider sent');
   });
 
+  t.test('metricsIntervalMs 0 turns the provider\'s counting and reports off, close included', async (t) => {
+    const before = await counts(n, orgId);
+    const { provider, client, domain } = await providerClient(t, { url: n.url, key, stage: 'production', metricsIntervalMs: 0 });
+    for (let i = 0; i < 6; i++) t.equal(await client.getBooleanValue('f1', false, { targetingKey: `z${i}` }), true);
+    await OpenFeature.clearProviders(domain);
+    t.equal(provider.metricsSent, 0, 'nothing sent, not even at close');
+    t.equal(provider.metricsDropped, 0, 'nothing counted, so nothing dropped');
+    await new Promise((r) => setTimeout(r, FLUSH_MS * 3));
+    t.same(await counts(n, orgId), before, 'the node counted nothing from it');
+  });
+
   t.test('one statement per interval, bounded between writes; retention', async (t) => {
     const statements: string[] = [];
     const db = {

@@ -95,6 +95,15 @@ t.test('slow clients and event streams: the documented bounds are the defaults a
   refused(t, { VEXIL_SSE_MAX_STREAMS_PER_KEY: '0' }, 'VEXIL_SSE_MAX_STREAMS_PER_KEY');
 });
 
+t.test('flag insights: counts are written at least every 10 s (CONTRACT 18)', async (t) => {
+  const c = loadConfig({});
+  t.match(c, { insights: true, insightsFlushMs: 10_000, insightsMaxPending: 1_000_000, insightsStatusMs: 1000 }, 'on, every 10 s, 1,000,000 counters, statuses every second');
+  t.match(loadConfig({ VEXIL_INSIGHTS: 'off', VEXIL_INSIGHTS_FLUSH_MS: '50' }), { insights: false, insightsFlushMs: 50 });
+  refused(t, { VEXIL_INSIGHTS_FLUSH_MS: '10001' }, 'VEXIL_INSIGHTS_FLUSH_MS');
+  refused(t, { VEXIL_INSIGHTS_FLUSH_MS: '49' }, 'VEXIL_INSIGHTS_FLUSH_MS');
+  refused(t, { VEXIL_INSIGHTS: 'maybe' }, 'VEXIL_INSIGHTS');
+});
+
 t.test('VEXIL_CLUSTER_SECRET: 32 characters or more, checked at start-up, never echoed', async (t) => {
   t.equal(loadConfig({}).clusterSecret, null, 'unset by default');
   const secret = 's'.repeat(32);

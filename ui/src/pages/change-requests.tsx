@@ -196,11 +196,14 @@ function ChangeRequestDetail({ id }: { id: string }) {
       <Preview id={id} />
       <section class="card" aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
+        <h3 class="sub">Revisions</h3>
         <DataTable caption="Revisions" columns={['Revision', 'Hash', 'Author', 'At']}>
           {(cr.history?.revisions ?? []).map((r) => (
             <tr key={r.revision}><td>{r.revision}</td><td><code title={r.hash}>{shortHash(r.hash)}</code></td><td>{r.author.keyName}</td><td>{when(r.createdAt)}</td></tr>
           ))}
         </DataTable>
+        <h3 class="sub">Reviews</h3>
+        {(cr.history?.reviews ?? []).length === 0 && <p class="hint">No reviews yet.</p>}
         <DataTable caption="Reviews" columns={['Reviewer', 'Decision', 'Revision', 'Hash reviewed', 'Comment', 'At']}>
           {(cr.history?.reviews ?? []).map((r, i) => (
             <tr key={i}>

@@ -59,7 +59,7 @@ export function CleanupPage() {
         <div class="spacer" />
         <button type="button" onClick={reload}>Refresh</button>
       </div>
-      <p class="hint">
+      <p class="hint intro">
         Flags that are potentially stale (older than their purpose’s expected lifetime, or serving one variant to every evaluation) or unused (not evaluated
         recently). Remove them from the code, then archive or delete them here. Lifetimes are organization settings.
       </p>

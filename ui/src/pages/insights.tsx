@@ -121,7 +121,11 @@ export function InsightsPanel({ name, purpose }: { name: string; purpose: string
             {data.insights.reasons.length > 0 && <> · {data.insights.reasons.map((r) => REASON_TEXT[r] ?? r).join('; ')}</>}
           </p>
           <h3 class="sub">Evaluations per hour, last {DAYS} days</h3>
-          <EvaluationsChart environments={data.environments} series={data.insights.series} to={data.now} />
+          {data.insights.series.some((p) => p.count > 0) ? (
+            <EvaluationsChart environments={data.environments} series={data.insights.series} to={data.now} />
+          ) : (
+            <p class="hint">No evaluations in the last {DAYS} days.</p>
+          )}
           <h3 class="sub">Last evaluated</h3>
           <dl class="last-seen">
             {data.insights.lastEvaluatedAt.map((l) => (
