@@ -12,6 +12,7 @@
  * each step are printed as comments.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { get } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -108,6 +109,7 @@ t.test('the image runs', { skip, jobs: 2 }, async (t) => {
   if (!built) return t.fail('no image was built');
   t.test('two containers on PostgreSQL and NATS', containersOnPostgres);
   t.test('on its embedded default: data in the /data volume, restart keeps it', embedded);
+  t.test("uWebSockets.js's acceptor pattern: connections spread over the threads, SIGTERM exits 0", acceptor);
 });
 
 async function containersOnPostgres(t: Test): Promise<void> {
@@ -252,4 +254,43 @@ async function embedded(t: Test): Promise<void> {
   t.equal((await must(podman('wait', name), 30_000)).trim(), '0', `SIGTERM right after ready: exit 0 (${seconds(t0)})`);
   t.ok(performance.now() - t0 < 8000, 'within the grace, not at the runtime\'s SIGKILL');
   t.comment(`front threads serving at its first /readyz answer: ${first?.frontThreads} of 2`);
+}
+
+/** GET on a connection of its own (no keep-alive): the thread that answered, from its x-request-id prefix. */
+function threadOnFreshConnection(url: string, path: string): Promise<{ status: number; thread: string }> {
+  return new Promise((resolve, reject) => {
+    get(url + path, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, thread: String(res.headers['x-request-id'] ?? '').split('-')[0] }));
+    }).on('error', reject);
+  });
+}
+
+/**
+ * CONTRACT 20 / issue 28: "the acceptor pattern (addChildAppDescriptor) works". The binary installed
+ * on the development machine (@trufflesuite 20.30, Node 20) lacks it; the image's
+ * (@btc-vision 20.57 on Node 24, glibc 2.41) has it, so the acceptor mode runs for real here:
+ * the main thread accepts and hands each connection to a thread's app (uWebSockets.js#324, a
+ * shutdown with threads, is the known trap: SIGTERM must still exit 0).
+ */
+async function acceptor(t: Test): Promise<void> {
+  const port = await freePort();
+  const name = `vexil-test-acceptor-${randomBytes(3).toString('hex')}`;
+  t.teardown(() => run(podman('rm', '-f', '-t', '0', name)).then(() => undefined));
+  const url = `http://127.0.0.1:${port}`;
+  const env = { PORT: String(port), VEXIL_BOOTSTRAP_ADMIN_KEY: randomKey(), VEXIL_FRONT_ACCEPT: 'acceptor', VEXIL_FRONT_THREADS: '3', VEXIL_EVAL_WORKERS: '0' };
+  await must(podman('run', '-d', '--name', name, '--network=host', ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]), IMAGE));
+  t.equal((await readyz(url)).body?.http, 'uws', 'the native front');
+  const three = await until(() => request(url, 'GET', '/healthz'), (h) => h.body?.frontThreads === 3, 30_000, 100);
+  t.equal(three.body?.frontThreads, 3, 'three front threads serving');
+  const logs = await run(podman('logs', name));
+  t.match(logs.all, /"accept":"acceptor"/, 'the node says it accepts with the acceptor pattern');
+  const answers = [];
+  for (let i = 0; i < 12; i++) answers.push(await threadOnFreshConnection(url, '/healthz'));
+  t.ok(answers.every((a) => a.status === 200 && a.thread !== ''), 'every connection answered');
+  const threads = new Set(answers.map((a) => a.thread));
+  t.ok(threads.size >= 2, `12 connections were answered by ${threads.size} threads (at least 2)`);
+  const t0 = performance.now();
+  await must(podman('stop', '-t', '15', name), 30_000);
+  t.equal((await must(podman('inspect', '--format', '{{.State.ExitCode}}', name))).trim(), '0', `SIGTERM with three acceptor threads: exit 0 (${seconds(t0)})`);
 }
