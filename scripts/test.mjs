@@ -18,7 +18,8 @@
  * its own profile dir, so files do not see each other. What measures time or CPU, or holds a
  * bound tight enough that a second file on the other core could break it, runs alone (SERIAL,
  * each with its reason). Each group ends with tap's "# { total: N, pass: P, ... }" line (.ci/run adds
- * them up); the exit status is non-zero if any group failed.
+ * them up); the exit status is non-zero if any group failed. The files run 2 at a time get
+ * PARALLEL_NODE_ARGS (PGlite's WebAssembly on Liftoff only, for a cheaper node start).
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -48,6 +49,16 @@ const SERIAL = new Set([
   'test/long/ui/flags-100k.test.ts', // first row and search times at 100,000 flags
   'test/long/container/image.test.ts', // builds an image (CPU-heavy), then propagation within 1 s
 ]);
+
+/**
+ * V8 flags of the files that run 2 at a time (tap's --node-arg), and so of their nodes' actor
+ * processes (src/management/transport.ts passes the node's flags on): PGlite's WebAssembly is
+ * compiled by Liftoff alone. TurboFan's tier-up of it was about 45 % of a PGlite node's start and
+ * stop (2.4 s of CPU of about 5.5; 3 paired runs of 2-3 starts on the shared machine, load 15-20),
+ * and node starts are most of what the node group costs. The SERIAL files, which measure time, run with V8's defaults, as
+ * production does.
+ */
+const PARALLEL_NODE_ARGS = ['--node-arg=--liftoff-only'];
 
 const GROUPS = [
   { name: 'unit', dir: 'test/unit', jobs: 2 },
@@ -98,7 +109,7 @@ for (const g of chosen) {
   const alone = files.filter((f) => SERIAL.has(f));
   console.log(`\n=== ${g.name}: ${files.length} files (${parallel.length} ${g.jobs} at a time${alone.length ? `, then ${alone.length} alone` : ''})`);
   const started = Date.now();
-  let status = tap(parallel, g.jobs, tapArgs);
+  let status = tap(parallel, g.jobs, [...PARALLEL_NODE_ARGS, ...tapArgs]);
   if (alone.length > 0) status = tap(alone, 1, tapArgs) || status;
   results.push({ name: g.name, ok: status === 0, s: (Date.now() - started) / 1000 });
 }
