@@ -155,19 +155,18 @@ export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, time
 }
 
 /**
- * Two nodes on a fresh PostgreSQL database and NATS_URL (safety poll off, so only the bus carries
- * changes), with flag `shared` (configured: `on` in production) and a CanEvaluate key `ek` of
- * application `default`, all written on node A. `extraEnv` is added to both nodes' settings.
+ * Two nodes on a fresh PostgreSQL database and NATS_URL, on a subject of their own (busCluster: a
+ * cluster test running beside another sees only its own nodes), with the safety poll off, so only
+ * the bus carries changes; with flag `shared` (configured: `on` in production) and a CanEvaluate
+ * key `ek` of application `default`, all written on node A. `extraEnv` is added to both nodes' settings.
  */
 export async function twoNodesWithSharedFlag(
   t: { teardown(fn: () => unknown): void },
   extraEnv: Record<string, string> = {},
 ): Promise<{ a: TestNode; b: TestNode; ek: string }> {
-  const db = await freshPostgresDatabase();
-  t.teardown(db.drop);
-  const env = { NATS_URL: process.env.NATS_URL!, VEXIL_SYNC_SAFETY_POLL_MS: '600000', ...extraEnv };
-  const a = await startTestNode(t, { databaseUrl: db.url, env });
-  const b = await startTestNode(t, { databaseUrl: db.url, adminKey: a.adminKey, env });
+  const {
+    nodes: [a, b],
+  } = await busCluster(t, 2, extraEnv);
   if ((await createFlag(a, 'shared')).status !== 201) throw new Error('create shared failed');
   if ((await upsertConfig(a, 'shared', { defaultVariantKey: 'on' })).status !== 200) throw new Error('configure shared failed');
   const ek = await createKey(a, { permissions: ['CanEvaluate'], application: 'default' });
