@@ -134,6 +134,8 @@ export class WebhookDispatcher {
         });
       }
     }
+    // Every slot taken: the next round comes when one is handed back, not by a timer.
+    if (this.busy.size >= this.settings.concurrency) return this.arm(null);
     const ms = await store.msToNextDue(this.rt.db, new Date(this.rt.now()), [...this.busy]);
     this.arm(ms === null ? null : Math.max(ms, 0) + 5);
   }

@@ -282,12 +282,14 @@ export interface Chain {
 }
 
 /**
- * Records one attempt and its consequence, if this node still holds the message's lease: the
- * message delivered, due again, or failed, and a delivery row. With `chain`, when the message is
+ * Records one attempt (a delivery row: the attempt was made, whatever happened meanwhile) and,
+ * if this node still holds the message's lease, its consequence: the message delivered, due
+ * again, or failed. A message replayed during the attempt (its lease cleared) stays pending and
+ * goes again; one whose lease ran out is another node's now. With `chain`, when the message is
  * finished (delivered or failed), the same statement claims the endpoint's next message if it is
  * due (its head, exactly as `claimDue` would: locked with `SKIP LOCKED`, the lease checked again),
  * so an endpoint with a backlog costs one database round trip per message.
- * `recorded` false: the lease was lost (nothing written, nothing claimed).
+ * `recorded` false: the lease was lost (the message left as it is, nothing claimed).
  */
 export async function recordAttempt(
   q: Queryable,
@@ -305,7 +307,7 @@ export async function recordAttempt(
        where id = $1::bigint and lease_token = $2::text returning id, status),
      rec as (
        insert into webhook_deliveries (message_id, endpoint_id, attempt, at, status, duration_ms, error)
-       select done.id, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::text from done returning id),
+       select m.id, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::text from webhook_messages m where m.id = $1::bigint returning id),
      head as (
        select m.id from webhook_messages m
        where $11::boolean and m.endpoint_id = $5::text and m.status = 'pending' and m.id <> $1::bigint

@@ -189,7 +189,8 @@ t.test('webhook delivery', async (t) => {
     await flag();
     await flag();
     await waitFor('/test', 4);
-    const all = await deliveries(n, e.id);
+    // Recorded once the receiver has answered: wait for the fourth record too.
+    const all = await until(() => deliveries(n, e.id), (d) => d.length >= 4, 5000);
     t.equal(all.length, 4);
     t.same(all.map((d) => d.attempt), [1, 2, 1, 1]);
     const p1 = await n.req('GET', `/api/webhooks/${e.id}/deliveries?limit=3`, { key: n.adminKey });
