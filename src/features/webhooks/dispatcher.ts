@@ -63,6 +63,13 @@ export class WebhookDispatcher {
   private rounds: Rounds | null = null;
   private stopped = false;
   private lastPrune = 0;
+  /**
+   * Whether the next round looks for the soonest due message (the retry timer): after an
+   * endpoint's loop ended (it may have left a retry) and at least every half poll. A round woken by
+   * this node's commit does not: what it queued is due now, and the claim takes it.
+   */
+  private lookNeeded = true;
+  private lastLook = 0;
   private unlisten: (() => void) | null = null;
   /** Kept-alive connections to the endpoints (send.ts): one per endpoint in use, closed when idle. */
   private readonly agents: Agents = {
@@ -130,12 +137,16 @@ export class WebhookDispatcher {
         this.busy.add(c.endpoint.id);
         void this.serve(c).finally(() => {
           this.busy.delete(c.endpoint.id);
+          this.lookNeeded = true;
           this.rounds?.request();
         });
       }
     }
     // Every slot taken: the next round comes when one is handed back, not by a timer.
     if (this.busy.size >= this.settings.concurrency) return this.arm(null);
+    if (!this.lookNeeded && performance.now() - this.lastLook < this.settings.pollMs / 2) return;
+    this.lookNeeded = false;
+    this.lastLook = performance.now();
     const ms = await store.msToNextDue(this.rt.db, new Date(this.rt.now()), [...this.busy]);
     this.arm(ms === null ? null : Math.max(ms, 0) + 5);
   }
