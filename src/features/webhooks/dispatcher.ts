@@ -130,6 +130,8 @@ export class WebhookDispatcher {
       this.lastPrune = now.getTime();
       await store.pruneFinished(this.rt.db, new Date(now.getTime() - KEEP_FINISHED_MS));
     }
+    // Nothing pending anywhere (the usual idle poll): no claim, no look, no timer.
+    if (!(await store.anyPending(this.rt.db))) return this.arm(null);
     const free = this.settings.concurrency - this.busy.size;
     if (free > 0) {
       const claimed = await store.claimDue(this.rt.db, now, this.leaseMs, free, randomUUID(), [...this.busy]);

@@ -240,6 +240,11 @@ const toClaimed = (r: ClaimedRow, token: string): Claimed => ({
 
 const textArray = (xs: readonly string[]): string => `{${xs.map((x) => `"${x}"`).join(',')}}`;
 
+/** Whether any message is pending (a cheap statement: a round with nothing to do stops here). */
+export async function anyPending(q: Queryable): Promise<boolean> {
+  return (await q.query(`select 1 from webhook_messages where status = 'pending' limit 1`)).length > 0;
+}
+
 /**
  * Claims up to `limit` due messages for one attempt each, in one statement: only endpoints'
  * heads (commit order: the next waits until the one before is delivered or given up), so at most
