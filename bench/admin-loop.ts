@@ -9,7 +9,8 @@
  *
  * The child warms `fetch` up, prints `ready`, then waits: SIGUSR1 starts the loop (one request in
  * flight at a time: the unpaged list, a search, the next GraphQL page of 1,000 flags with their
- * configurations, the audit log; `pauseMs` between requests); SIGUSR2 stops it after the request in
+ * configurations, the audit log, a write (a flag's description: an audit event, and a webhook
+ * message to each endpoint the isolation scenario subscribes); `pauseMs` between requests); SIGUSR2 stops it after the request in
  * flight and prints one JSON line `{"records":[{route, status, ms, bytes}…]}` of what it sent since
  * SIGUSR1. SIGTERM ends it. The GraphQL cursor carries over from one loop to the next.
  */
@@ -21,6 +22,9 @@ export const CONFIGS_SELECTION = 'configs { stage enabled rules { id conditions 
 export const PAGE_QUERY =
   `query Page($after: String) { flagConnection(first: 1000, after: $after) { nodes { name ${CONFIGS_SELECTION} } ` +
   'pageInfo { endCursor hasNextPage } totalCount } }';
+/** The flag whose description the admin loop writes. */
+export const WRITTEN_FLAG = 'bench-flag-7';
+let writes = 0;
 /** A search term matching 11 of the seeded flags by name (bench-flag-4242, bench-flag-42420 … 42429). */
 export const SEARCH_TERM = 'flag-4242';
 
@@ -45,14 +49,15 @@ export async function timed(
   baseUrl: string,
   key: string,
   path: string,
-  o: { graphql?: { query: string; variables?: Record<string, unknown> }; parse?: boolean; timeoutMs?: number } = {},
+  o: { graphql?: { query: string; variables?: Record<string, unknown> }; put?: unknown; parse?: boolean; timeoutMs?: number } = {},
 ): Promise<Timed> {
   const t0 = performance.now();
+  const body = o.graphql ?? o.put;
   try {
     const r = await fetch(baseUrl + path, {
-      method: o.graphql ? 'POST' : 'GET',
-      headers: { 'x-management-key': key, ...(o.graphql ? { 'content-type': 'application/json' } : {}) },
-      body: o.graphql ? JSON.stringify(o.graphql) : undefined,
+      method: o.graphql ? 'POST' : o.put !== undefined ? 'PUT' : 'GET',
+      headers: { 'x-management-key': key, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(o.timeoutMs ?? 60_000),
     });
     const buf = Buffer.from(await r.arrayBuffer());
@@ -96,7 +101,11 @@ export const ADMIN_ROUTES: Array<{ route: string; send(baseUrl: string, key: str
   { route: `GET /api/flags?q=${SEARCH_TERM}&limit=50`, send: (b, k) => timed(b, k, `/api/flags?q=${SEARCH_TERM}&limit=50`) },
   { route: 'GraphQL flagConnection(first: 1000) + configs', send: (b, k, after) => timed(b, k, '/api/graphql', { graphql: { query: PAGE_QUERY, variables: { after } } }) },
   { route: 'GET /api/audit', send: (b, k) => timed(b, k, '/api/audit') },
+  { route: `PUT /api/flags/${WRITTEN_FLAG} (description)`, send: (b, k) => timed(b, k, `/api/flags/${WRITTEN_FLAG}`, { put: { description: `admin write ${++writes}` } }) },
 ];
+
+/** The route of the admin loop that writes (one audit event per request). */
+export const WRITE_ROUTE = ADMIN_ROUTES[ADMIN_ROUTES.length - 1].route;
 
 interface Spec {
   baseUrl: string;

@@ -16,12 +16,20 @@
  *            evaluation waits for a connection any more (the backlog the admin work left), then
  *            1 s: kept apart so that neither the admin slices nor the quiet ones absorb the tail.
  *
+ * Webhooks (issue 30, docs/webhooks.md): VEXIL_BENCH_ISOLATION_WEBHOOKS (10) endpoints subscribed
+ * to `*`, local receivers in this process answering 204, get a message for each write of the
+ * admin loop; its dispatcher runs in the node's management actor while evaluation is measured.
+ * The admin row says how many of those messages were received (waiting up to 60 s after the last
+ * slice for the last of them).
+ *
  * Aims: evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ADMIN_ROUTES, type AdminRecord } from './admin-loop.js';
+import { ADMIN_ROUTES, WRITE_ROUTE, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, median, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
 import { cpuSeconds, idlePolicy, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
@@ -198,12 +206,34 @@ export const isolation: CustomScenario = {
     const fraction = Number(process.env.VEXIL_BENCH_ISOLATION_FRACTION ?? '0.35');
     const fixedRate = process.env.VEXIL_BENCH_ISOLATION_RATE ? Number(process.env.VEXIL_BENCH_ISOLATION_RATE) : undefined;
     const sliceMs = opts.durationSec * 1000;
-    const { target, flags, note } = await startLargeOrg(rc, 'isolation');
+    const hooks = Number(process.env.VEXIL_BENCH_ISOLATION_WEBHOOKS ?? '10');
+    // The webhook receivers: one server, one path per endpoint; messages of the admin's writes counted.
+    const received = { all: 0, writes: 0, ids: new Set<string>() };
+    const receiver = createServer((q, res) => {
+      const chunks: Buffer[] = [];
+      q.on('data', (c: Buffer) => chunks.push(c));
+      q.on('end', () => {
+        received.all++;
+        try {
+          if ((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: string }).type === 'flag.update') {
+            received.writes++;
+            received.ids.add(String(q.headers['webhook-id']));
+          }
+        } catch {
+          /* counted in `all` only */
+        }
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const { target, flags, note } = await startLargeOrg(rc, 'isolation', { VEXIL_WEBHOOK_ALLOW_HTTP: '1', VEXIL_WEBHOOK_ALLOW_PRIVATE: '1' });
     let admin: Child | undefined;
     try {
       const ctx = makeContext(opts, target, rc.adminKey);
       const req = restEvalRequest(await createEvalKey(ctx), `bench-flag-${Math.floor(flags / 2)}`);
       await auditEvents(ctx, 100);
+      for (let i = 0; i < hooks; i++) await ctx.api('POST', '/api/webhooks', { url: `${rxUrl}/e${i}`, events: ['*'] }, { expect: 201 });
       log('isolation: evaluation capacity (closed loop)');
       const cap = await measure({ ...opts, durationSec: 3 }, target, req, { warmupSec: 1 });
       const capacity = cap.load?.rps ?? NaN;
@@ -258,6 +288,15 @@ export const isolation: CustomScenario = {
       const phases = load?.phases;
       if (load === undefined || phases === undefined) throw new Error('the generator returned no phases');
       const adm = adminSummary(records);
+      // Every admin write's message to every endpoint, waited for up to a minute after the last slice.
+      const adminWrites = records.filter((r) => r.route === WRITE_ROUTE && r.outcome === '200').length;
+      const expectedHooks = adminWrites * hooks;
+      const hookWait = performance.now();
+      while (received.ids.size < expectedHooks && performance.now() - hookWait < 60_000) await sleep(100);
+      const hookNote =
+        `webhooks: ${hooks} endpoints; ${adminWrites} admin writes; ${received.ids.size} of their ${expectedHooks} messages received ` +
+        `(${received.writes} deliveries, ${received.all} requests in all), the last ${(performance.now() - hookWait).toFixed(0)} ms after the last slice`;
+      log(`isolation: ${hookNote}`);
       const q = phases.quiet;
       const a = phases.admin;
       // The quiet reference is the median of the quiet slices' p99s: one slice hit by a neighbour's
@@ -308,7 +347,7 @@ export const isolation: CustomScenario = {
       const quietRow = rows[0];
       quietRow.notes = [...(quietRow.notes ?? []), ...common, note];
       const adminRow = rows.find((r) => r.name === 'isolation-admin');
-      if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`];
+      if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`, hookNote];
       const afterRow = rows.find((r) => r.name === 'isolation-after');
       if (afterRow) afterRow.notes = [...(afterRow.notes ?? []), `evaluation backlog drained ${drains.map((d) => (Number.isFinite(d) ? `${d.toFixed(0)} ms` : `not within ${DRAIN_CAP_MS / 1000} s`)).join(', ')} after the admin's last answer`];
       const targets = [
@@ -331,13 +370,15 @@ export const isolation: CustomScenario = {
           met: adm.all200,
         },
       ];
-      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records }, targets };
+      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
       for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
       return rows;
     } finally {
       admin?.proc.kill('SIGTERM');
       await admin?.stop();
       await target.stop();
+      receiver.closeAllConnections();
+      await new Promise((r) => receiver.close(r));
     }
   },
 };

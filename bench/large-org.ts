@@ -24,12 +24,12 @@ import type { CustomScenario, RunContext } from './custom-scenario.js';
 export const orgFlags = (): number => Number(process.env.VEXIL_BENCH_ORG_FLAGS ?? '100000');
 
 /** A node on a copy of the run's directly seeded large organization (seeded once per run). */
-export async function startLargeOrg(rc: RunContext, label: string): Promise<{ target: ServiceTarget; flags: number; note: string }> {
+export async function startLargeOrg(rc: RunContext, label: string, env?: Record<string, string>): Promise<{ target: ServiceTarget; flags: number; note: string }> {
   const flags = orgFlags();
   log(`${label}: an organization of ${flags} flags (bench/seed.ts, once per run)`);
   const { dir, seed } = await seededCopy(rc.opts, rc.adminKey, flags);
   const t0 = performance.now();
-  const target = await startService(rc.opts, rc.adminKey, { dataDir: dir, label, startupTimeoutSec: Math.max(rc.opts.startupTimeoutSec, 300) });
+  const target = await startService(rc.opts, rc.adminKey, { dataDir: dir, label, startupTimeoutSec: Math.max(rc.opts.startupTimeoutSec, 300), ...(env ? { env } : {}) });
   return { target, flags, note: `${flags} flags seeded in ${seed.ms.insert} ms; node up in ${(performance.now() - t0).toFixed(0)} ms` };
 }
 

@@ -17,7 +17,7 @@ import type { ActorRuntime } from '../runtime.js';
 import type { Database, Queryable } from '../storage/database.js';
 import type { Touches } from '../snapshots/registry.js';
 import { insertEvent } from './audit/store.js';
-import { committed as webhooksCommitted } from './webhooks/outbox.js';
+import { outboxTransaction } from './webhooks/outbox.js';
 import { lockAndBumpVersion, lockOrg } from './organizations/store.js';
 import { notFound } from '../domain/errors.js';
 import { claimIdempotencyKey, idempotencyContext } from './idempotency.js';
@@ -44,7 +44,8 @@ export async function auditedTransaction<T>(
   const claim = idempotencyContext.getStore();
   const bypass = bypassContext.getStore();
   try {
-    const result = await db.transaction(async (tx) => {
+    // After the commit, this process's webhook dispatcher is woken if the write queued messages.
+    const result = await outboxTransaction(db, async (tx) => {
       // First: a concurrent duplicate (same Idempotency-Key) waits here for this one, then answers its record.
       await claimIdempotencyKey(tx);
       if (bypass !== undefined) bypass.usedInTransaction = false;
@@ -53,8 +54,6 @@ export async function auditedTransaction<T>(
       await insertEvent(tx, orgId, actor, bypass?.usedInTransaction ? { ...audit, bypass: { reason: bypass.reason } } : audit);
       return result;
     });
-    // Committed: wake this process's webhook dispatcher if the write queued messages.
-    webhooksCommitted();
     if (claim?.inTransaction) claim.committed = true;
     return result;
   } finally {

@@ -24,6 +24,8 @@ export interface Received {
   headers: Record<string, string>;
   body: string;
   at: number;
+  /** The sender's port: one per connection (keep-alive reuses it). */
+  port?: number;
 }
 
 export type Behaviour = (req: IncomingMessage, res: ServerResponse, r: Received) => void;
@@ -39,7 +41,7 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const r: Received = { path: req.url ?? '', headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+        const r: Received = { path: req.url ?? '', headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), port: req.socket.remotePort };
         this.got.push(r);
         const b = this.behaviours.get(r.path);
         if (b !== undefined) b(req, res, r);

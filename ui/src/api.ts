@@ -117,6 +117,8 @@ export type {
   Rule,
   ValueType,
   Variant,
+  WebhookDelivery,
+  WebhookEndpoint,
 } from '../../src/domain/types';
 /** A flag as `FLAG_FIELDS` selects it. */
 export type Flag = ServerFlag & { configs: FlagConfig[] };
@@ -131,6 +133,9 @@ export const FLAG_FIELDS = `name project type description tags isArchived varian
   environments dependencies { flag variants } purpose createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
 /** Segments (docs/api.md, "Segments"). */
+/** Webhook endpoints and their delivery attempts (docs/webhooks.md), as WebhookEndpoint and WebhookDelivery. */
+export const WEBHOOK_FIELDS = 'id url events description enabled disabledReason createdAt updatedAt';
+export const WEBHOOK_DELIVERY_FIELDS = 'id messageId type attempt at status durationMs error';
 export const SEGMENT_FIELDS = 'name description application conditions { field operator value } createdAt updatedAt';
 /** A flag's scheduled changes (docs/api.md, "Scheduled changes"): the configuration as CONFIG_FIELDS selects it. */
 export const SCHEDULE_FIELDS = `id flag at stage clientId enabled config { ${CONFIG_FIELDS} } createdBy { keyId keyName } status appliedAt error`;

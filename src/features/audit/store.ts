@@ -42,15 +42,44 @@ const toEvent = (r: EventRow): AuditEvent => ({
   ...(r.change_request_id == null ? {} : { changeRequestId: r.change_request_id }),
 });
 
-/** `undefined` (a delete's `after`) is stored as SQL null, like an explicit null. */
+/** SQL null for null, else JSON text. */
 const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : json(v));
+
+/** The columns of an event as stored, but for those the database sets (`id`, `at`). */
+function rowOf(actor: AuditActor, c: AuditChange): Omit<EventRow, 'id' | 'at'> {
+  return {
+    actor,
+    action: c.action,
+    target_type: c.target.type,
+    target_name: c.target.name,
+    target_stage: c.target.stage ?? null,
+    target_client_id: c.target.stage === undefined ? null : (c.target.clientId ?? null),
+    application: c.application,
+    // `undefined` (a delete's `after`) is stored as SQL null, like an explicit null.
+    before: c.before ?? null,
+    after: c.after ?? null,
+    schedule_id: c.scheduleId ?? null,
+    bypass: c.bypass ?? null,
+    change_request_id: c.changeRequestId ?? null,
+  };
+}
+
+/**
+ * The event's JSON as `GET /api/audit` shows it, after its `id` and `at` (which the database
+ * sets) and without the opening `{`: the webhook outbox completes it (webhooks/outbox.ts).
+ */
+function eventTail(row: Omit<EventRow, 'id' | 'at'>): string {
+  const { id: _id, at: _at, ...rest } = toEvent({ ...row, id: '', at: new Date(0) });
+  return JSON.stringify(rest).slice(1);
+}
 
 /**
  * Inserts the event and, in the same statement, queues a webhook message for each endpoint that
- * subscribes to its action (features/webhooks/outbox.ts): every audit action, whatever feature
- * records it, reaches webhooks through here, in the change's transaction.
+ * subscribes to its action (features/webhooks/outbox.ts), its body written: every audit action,
+ * whatever feature records it, reaches webhooks through here, in the change's transaction.
  */
 export async function insertEvent(q: Queryable, orgId: string, actor: AuditActor, c: AuditChange): Promise<void> {
+  const r = rowOf(actor, c);
   // `::text::json`: the parameter is JSON text on both drivers, and `json` keeps its field order.
   const queued = await q.query(
     withMessages(
@@ -58,11 +87,12 @@ export async function insertEvent(q: Queryable, orgId: string, actor: AuditActor
      values ($1, $2::text::json, $3, $4, $5, $6, $7, $8, $9::text::json, $10::text::json, $11, $12::text::json, $13)`,
       '$1',
       '$3',
+      '$14',
     ),
-    [orgId, json(actor), c.action, c.target.type, c.target.name, c.target.stage ?? null,
-      c.target.stage === undefined ? null : (c.target.clientId ?? null), c.application, jsonOrNull(c.before), jsonOrNull(c.after), c.scheduleId ?? null, jsonOrNull(c.bypass), c.changeRequestId ?? null],
+    [orgId, json(r.actor), r.action, r.target_type, r.target_name, r.target_stage, r.target_client_id, r.application,
+      jsonOrNull(r.before), jsonOrNull(r.after), r.schedule_id, jsonOrNull(r.bypass), r.change_request_id, eventTail(r)],
   );
-  if (queued.length > 0) messagesQueued();
+  if (queued.length > 0) messagesQueued(q);
 }
 
 export interface EventFilter {

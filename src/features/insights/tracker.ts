@@ -30,6 +30,7 @@ import type { AuditActor, Flag, FlagStatus, StatusReason } from '../../domain/ty
 import { FLAG_STATUSES } from '../../domain/types.js';
 import type { ActorRuntime } from '../../runtime.js';
 import { insertEvent } from '../audit/store.js';
+import { outboxTransaction } from '../webhooks/outbox.js';
 import { DEFAULT_SETTINGS, normaliseSettings, settingsMs, type InsightsSettings, type SettingsMs } from './settings.js';
 import { flagStatus, NO_USAGE, usageOf, type FlagStatusResult, type Usage } from './status.js';
 import * as store from './store.js';
@@ -313,7 +314,8 @@ export class LifecycleTracker {
   /** Decides and records the flag's status in one transaction (see the file's comment). */
   async settle(orgId: string, flag: Flag): Promise<void> {
     const o = this.org(orgId);
-    await this.rt.db.transaction(async (tx) => {
+    // Its `flag.stale` event wakes the webhook dispatcher after the commit, like any audited write.
+    await outboxTransaction(this.rt.db, async (tx) => {
       const recorded = await store.lockRecorded(tx, orgId, flag.name);
       if (recorded === null) return; // deleted meanwhile
       const rows = await store.readFlagUsage(tx, orgId, flag.name);

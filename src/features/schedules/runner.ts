@@ -25,6 +25,7 @@ import * as store from './store.js';
 import { bypassContext } from '../policies/bypass.js';
 import { findKeyWithHash } from '../keys/store.js';
 import { applyDueRequests, msToNextRequest } from '../change-requests/scheduled.js';
+import { Rounds } from '../../util/rounds.js';
 
 /** The safety poll: at most this long between two looks at the soonest pending schedule. */
 export const SAFETY_POLL_MS = 30_000;
@@ -43,66 +44,40 @@ const minOf = (a: number | null, b: number | null): number | null => (a === null
 class Taken extends Error {}
 
 export class ScheduleRunner {
-  private timer: NodeJS.Timeout | null = null;
   private poke: NodeJS.Timeout | null = null;
-  private readonly poll: NodeJS.Timeout;
-  private running = false;
-  private again = false;
-  private stopped = false;
-  /** The last round failed (the database unreachable): one warning per outage, not one per retry. */
-  private failing = false;
+  /** One round at a time, the timer and the safety poll (util/rounds.ts). */
+  private readonly rounds: Rounds;
 
   constructor(private readonly rt: ActorRuntime) {
-    this.poll = setInterval(() => this.run(), SAFETY_POLL_MS);
-    this.poll.unref();
+    this.rounds = new Rounds({
+      round: () => this.round(),
+      pollMs: SAFETY_POLL_MS,
+      onError: (err, first) => {
+        // The database unreachable: one warning per outage, not one per retry.
+        if (first) this.rt.log.warn('schedule runner round failed; trying again every second', { err: err as Error });
+        this.rounds.arm(RETRY_MS);
+      },
+    });
   }
 
   /** Applies what is due now and arms the timer (the start, the safety poll). */
   start(): void {
-    this.run();
+    this.rounds.request();
   }
 
   /** Something changed (this node's write, another node's): look at the soonest pending schedule again. */
   changed(): void {
-    if (this.poke !== null || this.stopped) return;
+    if (this.poke !== null || this.rounds.isStopped) return;
     this.poke = setTimeout(() => {
       this.poke = null;
-      this.run();
+      this.rounds.request();
     }, CHANGE_COALESCE_MS);
     this.poke.unref();
   }
 
   stop(): void {
-    this.stopped = true;
-    clearInterval(this.poll);
-    if (this.timer !== null) clearTimeout(this.timer);
+    this.rounds.stop();
     if (this.poke !== null) clearTimeout(this.poke);
-  }
-
-  /** One round at a time; a call during a round asks for another one after it. */
-  private run(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    void this.round()
-      .then(() => {
-        this.failing = false;
-      })
-      .catch((err) => {
-        if (!this.failing) this.rt.log.warn('schedule runner round failed; trying again every second', { err: err as Error });
-        this.failing = true;
-        this.arm(RETRY_MS);
-      })
-      .finally(() => {
-        this.running = false;
-        if (this.again) {
-          this.again = false;
-          this.run();
-        }
-      });
   }
 
   private async round(): Promise<void> {
@@ -110,21 +85,13 @@ export class ScheduleRunner {
     for (;;) {
       const due = await store.dueSchedules(this.rt.db, BATCH);
       for (const s of due) if (!(await this.apply(s))) retry = true;
-      if (due.length < BATCH || this.stopped) break;
+      if (due.length < BATCH || this.rounds.isStopped) break;
     }
     // Scheduled change requests (docs/change-requests.md) share the timer.
     if (!(await applyDueRequests(this.rt))) retry = true;
     const ms = minOf(await store.msToNextPending(this.rt.db), await msToNextRequest(this.rt));
-    if (ms === null) this.arm(retry ? RETRY_MS : null);
-    else this.arm(Math.min(Math.max(ms, 0) + 2, retry ? RETRY_MS : SAFETY_POLL_MS));
-  }
-
-  private arm(ms: number | null): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    if (ms === null || this.stopped) return;
-    this.timer = setTimeout(() => this.run(), ms);
-    this.timer.unref();
+    if (ms === null) this.rounds.arm(retry ? RETRY_MS : null);
+    else this.rounds.arm(Math.min(Math.max(ms, 0) + 2, retry ? RETRY_MS : SAFETY_POLL_MS));
   }
 
   /** Applies one due schedule; false when it should be tried again (a passing failure). */

@@ -13,7 +13,7 @@ import type { ActorRuntime } from '../../runtime.js';
 import { webhookChange } from '../audit/events.js';
 import { actorOf, writeOrgKeys } from '../write.js';
 import { checkEndpointUrl } from './address.js';
-import { committed, messagesQueued } from './outbox.js';
+import { wake } from './outbox.js';
 import { sealSecret } from './secrets.js';
 import { newSecret } from './signature.js';
 import * as store from './store.js';
@@ -120,8 +120,7 @@ export async function testWebhook(rt: ActorRuntime, auth: Authenticated, id: str
       }),
     ),
   );
-  messagesQueued();
-  committed();
+  wake();
   return { messageId };
 }
 
@@ -140,7 +139,6 @@ export async function replayMessage(rt: ActorRuntime, auth: Authenticated, id: s
   if (!/^msg_[0-9a-f]{32}$/.test(messageId) || !(await store.replayMessage(rt.db, e.orgId, e.id, messageId))) {
     throw notFound(`Webhook endpoint '${id}' has no message '${messageId.slice(0, 64)}'`);
   }
-  messagesQueued();
-  committed();
+  wake();
   return { messageId };
 }

@@ -184,60 +184,92 @@ export interface Claimed {
   endpoint: StoredEndpoint;
 }
 
-/**
- * Claims up to `limit` due messages for one attempt each, at most one per endpoint and only an
- * endpoint's oldest pending message (commit order: the next waits until it is delivered or given
- * up), none of an endpoint in `busy`. `FOR UPDATE SKIP LOCKED` and the lease make one node take
- * each attempt; a lease that runs out (its node died mid-attempt) lets another take it again.
- */
-export async function claimDue(q: Queryable, now: Date, leaseMs: number, limit: number, token: string, busy: readonly string[]): Promise<Claimed[]> {
-  const rows = await q.query<{
-    id: string; msg_id: string; type: string; org_id: string; org_name: string; audit_event_id: string | null; body: string | null;
-    created_at: Date | string; attempts: number; endpoint_id: string;
-  }>(
-    `with due as (
-       select m.id from webhook_messages m join webhook_endpoints w on w.id = m.endpoint_id
-       where m.status = 'pending' and w.enabled and m.next_at <= $1 and (m.lease_until is null or m.lease_until <= $1)
-         and not (m.endpoint_id = any($5::text[]))
-         and not exists (select 1 from webhook_messages o where o.endpoint_id = m.endpoint_id and o.status = 'pending' and o.id < m.id)
-       order by m.next_at, m.id
-       limit $3
-       for update of m skip locked)
-     update webhook_messages m set lease_until = $2, lease_token = $4, attempts = m.attempts + 1
-     from due, organizations o
-     where m.id = due.id and o.id = m.org_id
-     returning m.id::text as id, m.msg_id, m.type, m.org_id, o.name as org_name, m.audit_event_id::text as audit_event_id, m.body,
-       m.created_at, m.attempts, m.endpoint_id`,
-    [now.toISOString(), new Date(now.getTime() + leaseMs).toISOString(), limit, token, `{${busy.map((b) => `"${b}"`).join(',')}}`],
-  );
-  if (rows.length === 0) return [];
-  // One endpoint per claim round: drop a second message of an endpoint (its head is the first).
-  const ids = [...new Set(rows.map((r) => r.endpoint_id))];
-  const endpoints = new Map(
-    (await q.query<EndpointRow>(`select ${COLUMNS} from webhook_endpoints where id = any($1::text[])`, [`{${ids.map((i) => `"${i}"`).join(',')}}`])).map((r) => [r.id, toStored(r)]),
-  );
-  const out: Claimed[] = [];
-  for (const r of rows) {
-    const endpoint = endpoints.get(r.endpoint_id);
-    if (endpoint === undefined) continue;
-    out.push({
-      id: r.id,
-      msgId: r.msg_id,
-      type: r.type,
-      orgId: r.org_id,
-      orgName: r.org_name,
-      auditEventId: r.audit_event_id,
-      body: r.body,
-      createdAt: Date.parse(iso(r.created_at)!),
-      attempt: Number(r.attempts),
-      leaseToken: token,
-      endpoint,
-    });
-  }
-  return out;
+interface ClaimedRow {
+  id: string;
+  msg_id: string;
+  type: string;
+  org_id: string;
+  org_name: string;
+  audit_event_id: string | null;
+  body: string | null;
+  created_at: Date | string;
+  attempts: number;
+  endpoint: EndpointRow;
 }
 
-/** Freezes a message's body at its first attempt. */
+/**
+ * Each endpoint's head: its oldest pending message (`endpoint_id`, `id`), one row per endpoint
+ * with pending messages, found by walking the `webhook_messages_head` index from one endpoint to
+ * the next (a loose index scan): the cost grows with the endpoints that have pending messages,
+ * not with the messages waiting behind their heads.
+ */
+const HEADS = `heads(endpoint_id, id) as (
+    (select endpoint_id, id from webhook_messages where status = 'pending' order by endpoint_id, id limit 1)
+    union all
+    select n.endpoint_id, n.id from heads h cross join lateral (
+      select m.endpoint_id, m.id from webhook_messages m where m.status = 'pending' and m.endpoint_id > h.endpoint_id
+      order by m.endpoint_id, m.id limit 1) n)`;
+
+/**
+ * The claim itself, of the messages `due` selects (locked `for update of m skip locked`): the lease
+ * (`lease` until, `token`), one more attempt; answers what `toClaimed` reads, with the endpoint as it is now.
+ */
+const CLAIM = (lease: string, token: string) => `claimed as (
+    update webhook_messages m set lease_until = ${lease}, lease_token = ${token}, attempts = m.attempts + 1
+    from due, organizations o, webhook_endpoints w
+    where m.id = due.id and o.id = m.org_id and w.id = m.endpoint_id
+    returning m.id::text as id, m.msg_id, m.type, m.org_id, o.name as org_name, m.audit_event_id::text as audit_event_id, m.body,
+      m.created_at, m.attempts, row_to_json(w) as endpoint)`;
+
+/** The condition a message must meet to be claimed at $now: pending, due, its lease (if any) run out. */
+const CLAIMABLE = (now: string) => `m.status = 'pending' and w.enabled and m.next_at <= ${now} and (m.lease_until is null or m.lease_until <= ${now})`;
+
+const toClaimed = (r: ClaimedRow, token: string): Claimed => ({
+  id: r.id,
+  msgId: r.msg_id,
+  type: r.type,
+  orgId: r.org_id,
+  orgName: r.org_name,
+  auditEventId: r.audit_event_id,
+  body: r.body,
+  createdAt: Date.parse(iso(r.created_at)!),
+  attempt: Number(r.attempts),
+  leaseToken: token,
+  endpoint: toStored(typeof r.endpoint === 'string' ? (JSON.parse(r.endpoint) as EndpointRow) : r.endpoint),
+});
+
+const textArray = (xs: readonly string[]): string => `{${xs.map((x) => `"${x}"`).join(',')}}`;
+
+/** Whether any message is pending (a cheap statement: a round with nothing to do stops here). */
+export async function anyPending(q: Queryable): Promise<boolean> {
+  return (await q.query(`select 1 from webhook_messages where status = 'pending' limit 1`)).length > 0;
+}
+
+/**
+ * Claims up to `limit` due messages for one attempt each, in one statement: only endpoints'
+ * heads (commit order: the next waits until the one before is delivered or given up), so at most
+ * one per endpoint, none of an endpoint in `busy`. `FOR UPDATE SKIP LOCKED` (the lease checked
+ * again on the locked row) and the lease make one node take each attempt; a lease that runs out
+ * (its node died mid-attempt) lets another take it again. A head locked by another node is
+ * skipped, never the message behind it.
+ */
+export async function claimDue(q: Queryable, now: Date, leaseMs: number, limit: number, token: string, busy: readonly string[]): Promise<Claimed[]> {
+  const rows = await q.query<ClaimedRow>(
+    `with recursive ${HEADS},
+     due as (
+       select m.id from heads h join webhook_messages m on m.id = h.id join webhook_endpoints w on w.id = m.endpoint_id
+       where ${CLAIMABLE('$1')} and not (m.endpoint_id = any($5::text[]))
+       order by m.next_at, m.id
+       limit $3
+       for update of m skip locked),
+     ${CLAIM('$2', '$4')}
+     select * from claimed`,
+    [now.toISOString(), new Date(now.getTime() + leaseMs).toISOString(), limit, token, textArray(busy)],
+  );
+  return rows.map((r) => toClaimed(r, token));
+}
+
+/** Freezes the body of a message recorded without one (before bodies were written with the message). */
 export async function setBody(q: Queryable, id: string, body: string): Promise<void> {
   await q.query(`update webhook_messages set body = $2 where id = $1::bigint and body is null`, [id, body]);
 }
@@ -247,9 +279,22 @@ export type Finish =
   | { kind: 'retry'; at: Date }
   | { kind: 'failed' };
 
+/** The next message to claim in the same statement as the recording: when, how long, under which token. */
+export interface Chain {
+  now: Date;
+  leaseMs: number;
+  token: string;
+}
+
 /**
- * Records one attempt and its consequence, if this node still holds the message's lease: a
- * delivery row, then the message delivered, due again, or failed.
+ * Records one attempt (a delivery row: the attempt was made, whatever happened meanwhile) and,
+ * if this node still holds the message's lease, its consequence: the message delivered, due
+ * again, or failed. A message replayed during the attempt (its lease cleared) stays pending and
+ * goes again; one whose lease ran out is another node's now. With `chain`, when the message is
+ * finished (delivered or failed), the same statement claims the endpoint's next message if it is
+ * due (its head, exactly as `claimDue` would: locked with `SKIP LOCKED`, the lease checked again),
+ * so an endpoint with a backlog costs one database round trip per message.
+ * `recorded` false: the lease was lost (the message left as it is, nothing claimed).
  */
 export async function recordAttempt(
   q: Queryable,
@@ -257,20 +302,38 @@ export async function recordAttempt(
   at: Date,
   result: { status: number | null; durationMs: number; error: string | null },
   finish: Finish,
-): Promise<boolean> {
-  const rows = await q.query(
-    `update webhook_messages set
-       status = $3, next_at = coalesce($4, next_at), lease_until = null, lease_token = null,
-       finished_at = case when $3 = 'pending' then null else clock_timestamp() end
-     where id = $1::bigint and lease_token = $2 returning id`,
-    [c.id, c.leaseToken, finish.kind === 'retry' ? 'pending' : finish.kind, finish.kind === 'retry' ? finish.at.toISOString() : null],
+  chain: Chain | null,
+): Promise<{ recorded: boolean; next: Claimed | null }> {
+  const rows = await q.query<{ recorded: number } & Partial<ClaimedRow>>(
+    `with done as (
+       update webhook_messages set
+         status = $3::text, next_at = coalesce($4::timestamptz, next_at), lease_until = null, lease_token = null,
+         finished_at = case when $3::text = 'pending' then null else clock_timestamp() end
+       where id = $1::bigint and lease_token = $2::text returning id, status),
+     rec as (
+       insert into webhook_deliveries (message_id, endpoint_id, attempt, at, status, duration_ms, error)
+       select m.id, $5::text, $6::int, $7::timestamptz, $8::int, $9::int, $10::text from webhook_messages m where m.id = $1::bigint returning id),
+     head as (
+       select m.id from webhook_messages m
+       where $11::boolean and m.endpoint_id = $5::text and m.status = 'pending' and m.id <> $1::bigint
+         and exists (select 1 from done where done.status <> 'pending')
+       order by m.id limit 1),
+     due as (
+       select m.id from head join webhook_messages m on m.id = head.id join webhook_endpoints w on w.id = m.endpoint_id
+       where ${CLAIMABLE('$12::timestamptz')}
+       for update of m skip locked),
+     ${CLAIM('$13::timestamptz', '$14::text')}
+     select (select count(*)::int from done) as recorded, claimed.* from (select 1) as one left join claimed on true`,
+    [
+      c.id, c.leaseToken, finish.kind === 'retry' ? 'pending' : finish.kind, finish.kind === 'retry' ? finish.at.toISOString() : null,
+      c.endpoint.id, c.attempt, at.toISOString(), result.status, result.durationMs, result.error,
+      chain !== null, (chain?.now ?? at).toISOString(), new Date((chain?.now ?? at).getTime() + (chain?.leaseMs ?? 0)).toISOString(), chain?.token ?? '',
+    ],
   );
-  if (rows.length === 0) return false;
-  await q.query(
-    `insert into webhook_deliveries (message_id, endpoint_id, attempt, at, status, duration_ms, error) values ($1::bigint, $2, $3, $4, $5, $6, $7)`,
-    [c.id, c.endpoint.id, c.attempt, at.toISOString(), result.status, result.durationMs, result.error],
-  );
-  return true;
+  const r = rows[0];
+  const recorded = r !== undefined && Number(r.recorded) > 0;
+  const next = recorded && chain !== null && r.id !== null && r.id !== undefined ? toClaimed(r as ClaimedRow, chain.token) : null;
+  return { recorded, next };
 }
 
 /** Drops finished messages (and their attempts) older than `before`. */
@@ -278,10 +341,18 @@ export async function pruneFinished(q: Queryable, before: Date): Promise<void> {
   await q.query(`delete from webhook_messages where status <> 'pending' and finished_at < $1`, [before.toISOString()]);
 }
 
-/** The soonest `next_at` of a pending message of an enabled endpoint, in ms from `now`, or null. */
-export async function msToNextDue(q: Queryable, now: Date): Promise<number | null> {
+/**
+ * How long from `now` until a head message (an endpoint's oldest pending one) of an enabled
+ * endpoint not in `busy` can be claimed (its retry due, a lease run out), or null when none waits.
+ * Messages behind a head are not due before it, whatever their `next_at`.
+ */
+export async function msToNextDue(q: Queryable, now: Date, busy: readonly string[]): Promise<number | null> {
   const rows = await q.query<{ at: Date | string | null }>(
-    `select min(m.next_at) as at from webhook_messages m join webhook_endpoints w on w.id = m.endpoint_id where m.status = 'pending' and w.enabled`,
+    `with recursive ${HEADS}
+     select min(greatest(m.next_at, coalesce(m.lease_until, m.next_at))) as at
+     from heads h join webhook_messages m on m.id = h.id join webhook_endpoints w on w.id = m.endpoint_id
+     where w.enabled and not (m.endpoint_id = any($1::text[]))`,
+    [textArray(busy)],
   );
   return rows[0].at === null ? null : Date.parse(iso(rows[0].at)!) - now.getTime();
 }

@@ -56,6 +56,13 @@ t.test('webhook delivery', async (t) => {
     t.equal(b0.timestamp, b0.data.at);
     t.match(b0.data, { action: 'flag.create', target: { type: 'flag', name: names[0] }, before: null, after: { name: names[0] } });
     t.equal(got[0].headers['content-type'], 'application/json');
+    // `data` is the event exactly as GET /api/audit shows it (the body is written with the message).
+    const events = (await n.req('GET', '/api/audit?limit=100', { key: n.adminKey })).body as any[];
+    for (const b of bodies) t.strictSame(b.data, events.find((ev: any) => ev.id === b.data.id), `message of event ${b.data.id} carries it as the audit log shows it`);
+    // Kept alive: the nine messages, one after the other, came over one connection (two at most,
+    // should an idle one have been closed between two of them).
+    const ports = new Set(got.map((r) => r.port));
+    t.ok(ports.size <= 2, `${ports.size} connection(s) for 9 messages`);
     await remove(e.id);
   });
 
@@ -182,7 +189,8 @@ t.test('webhook delivery', async (t) => {
     await flag();
     await flag();
     await waitFor('/test', 4);
-    const all = await deliveries(n, e.id);
+    // Recorded once the receiver has answered: wait for the fourth record too.
+    const all = await until(() => deliveries(n, e.id), (d) => d.length >= 4, 5000);
     t.equal(all.length, 4);
     t.same(all.map((d) => d.attempt), [1, 2, 1, 1]);
     const p1 = await n.req('GET', `/api/webhooks/${e.id}/deliveries?limit=3`, { key: n.adminKey });

@@ -12,6 +12,7 @@ import { openSecret, sealSecret } from '../../../src/features/webhooks/secrets.j
 import { parseDeliveriesQuery, parseEndpointInput } from '../../../src/features/webhooks/validation.js';
 import { AUDIT_ACTIONS } from '../../../src/domain/types.js';
 import { isVexilError } from '../../../src/domain/errors.js';
+import { loadConfig } from '../../../src/config.js';
 
 t.test('patterns: validated, and matched as audit actions', async (t) => {
   for (const p of ['*', 'flag.*', 'change.*', 'flag.create', 'org.policy', 'flag.stale', 'change.request.*']) t.equal(patternProblem(p), null, `${p} is a pattern`);
@@ -159,4 +160,19 @@ t.test('endpoint input and deliveries query', async (t) => {
   t.same(parseDeliveriesQuery({}), { limit: 100, after: null });
   t.same(parseDeliveriesQuery({ limit: '5', after: '12' }), { limit: 5, after: '12' });
   for (const q of [{ limit: '0' }, { limit: '1001' }, { after: 'x' }, { after: '0' }, { other: '1' }]) t.throws(() => parseDeliveriesQuery(q), JSON.stringify(q));
+});
+
+t.test('the defaults CONTRACT 19 names: 10 s timeout, 2 s to 1 h backoff for 3 days, 24 h rotation, 20 per organization, https and public addresses only', async (t) => {
+  const w = loadConfig({}).webhooks;
+  t.match(w, {
+    timeoutMs: 10_000,
+    retryBaseMs: DEFAULT_RETRY.baseMs,
+    retryMaxMs: DEFAULT_RETRY.maxMs,
+    retryForMs: DEFAULT_RETRY.retryForMs,
+    rotationOverlapMs: 86_400_000,
+    maxPerOrg: 20,
+    allowHttp: false,
+    allowPrivate: false,
+  });
+  t.same(DEFAULT_RETRY, { baseMs: 2000, maxMs: 3_600_000, retryForMs: 3 * 86_400_000 });
 });

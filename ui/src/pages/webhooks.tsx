@@ -4,33 +4,10 @@
  * Replay. Admin only, like the API.
  */
 import { useState } from 'preact/hooks';
-import { gql } from '../api';
+import { gql, WEBHOOK_DELIVERY_FIELDS, WEBHOOK_FIELDS, type WebhookDelivery as Delivery, type WebhookEndpoint as Endpoint } from '../api';
 import { ConfirmButton, DataTable, Field, Loading, messageOf, RevealOnce, Status, useLoad, when } from '../components';
 import { useSession } from '../session';
 
-interface Endpoint {
-  id: string;
-  url: string;
-  events: string[];
-  description: string;
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
-
-interface Delivery {
-  id: string;
-  messageId: string;
-  type: string;
-  attempt: number;
-  at: string;
-  status: number | null;
-  durationMs: number;
-  error: string | null;
-}
-
-const FIELDS = 'id url events description enabled disabledReason createdAt';
-const DELIVERY_FIELDS = 'id messageId type attempt at status durationMs error';
 const PAGE = 100;
 
 function NewEndpointForm({ onCreated, onCancel }: { onCreated: (url: string, secret: string) => void; onCancel: () => void }) {
@@ -79,7 +56,7 @@ function NewEndpointForm({ onCreated, onCancel }: { onCreated: (url: string, sec
 
 function Deliveries({ endpoint }: { endpoint: Endpoint }) {
   const { data, error, loading, reload } = useLoad(
-    () => gql<{ webhook: { deliveries: Delivery[] } }>(`query($id: ID!, $n: Int) { webhook(id: $id) { deliveries(first: $n) { ${DELIVERY_FIELDS} } } }`, { id: endpoint.id, n: PAGE }).then((d) => d.webhook.deliveries),
+    () => gql<{ webhook: { deliveries: Delivery[] } }>(`query($id: ID!, $n: Int) { webhook(id: $id) { deliveries(first: $n) { ${WEBHOOK_DELIVERY_FIELDS} } } }`, { id: endpoint.id, n: PAGE }).then((d) => d.webhook.deliveries),
     [endpoint.id],
   );
   const [status, setStatus] = useState<string | null>(null);
@@ -125,7 +102,7 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
 
 export function WebhooksPage() {
   const s = useSession();
-  const { data, error, loading, reload } = useLoad(() => gql<{ webhooks: Endpoint[] }>(`{ webhooks { ${FIELDS} } }`).then((d) => d.webhooks), []);
+  const { data, error, loading, reload } = useLoad(() => gql<{ webhooks: Endpoint[] }>(`{ webhooks { ${WEBHOOK_FIELDS} } }`).then((d) => d.webhooks), []);
   const [creating, setCreating] = useState(false);
   const [revealed, setRevealed] = useState<{ title: string; value: string } | null>(null);
   const [rowError, setRowError] = useState<{ id: string; message: string } | null>(null);
