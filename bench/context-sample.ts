@@ -5,7 +5,7 @@
  * VEXIL_CONTEXT_SAMPLE=100 (B). Off must cost nothing measurable (one predictable branch); this
  * row shows what turning it on costs.
  *
- * `--pairs N` (VEXIL_BENCH_PAIRS, 5) pairs; `VEXIL_BENCH_SAMPLE_N` the N of side B (100).
+ * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs; `VEXIL_BENCH_SAMPLE_N` the N of side B (100).
  */
 import type { CustomScenario } from './custom-scenario.js';
 import { log } from './harness.js';
@@ -28,7 +28,7 @@ export const contextSample: CustomScenario = {
     'The cost of sampling evaluated contexts for change-request previews (docs/change-requests.md): REST evaluation with ' +
     'VEXIL_CONTEXT_SAMPLE unset against =100; interleaved pairs.',
   async run(rc) {
-    const pairs = Number(process.env.VEXIL_BENCH_PAIRS ?? '5');
+    const pairs = rc.opts.pairs ?? 5;
     const n = Number(process.env.VEXIL_BENCH_SAMPLE_N ?? '100');
     const rest = scenario('rest-front');
     const c = { name: 'context-sample-rest', aim: 0.97, what: `REST evaluation, VEXIL_CONTEXT_SAMPLE=${n} against unset`, a: sampling(rest, null), b: sampling(rest, n) };

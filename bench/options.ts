@@ -42,7 +42,7 @@ export function usage(): string {
     '  --scale-flags LIST     flag counts of flags-scaling (10,1000,100000)',
     '  --scaling-workers N    VEXIL_EVAL_WORKERS of flags-scaling and the snapshot start-up (0)',
     '  --rounds N             round-robin rounds of flags-scaling; each row keeps its quietest (2)',
-    '  --pairs N              interleaved A/B pairs (rounds) of the paired scenarios: insights, paired, rest-vs-bare (5 each),',
+    '  --pairs N              interleaved A/B pairs (rounds) of the paired scenarios: insights, context-sample, paired, rest-vs-bare (5 each),',
     '                         front-threads (3); an integer in [1, 1000]; VEXIL_BENCH_PAIRS=N when not given',
     '  --snapshot-flags N     flags of the snapshot scenario (100000)',
     '  --nodes N              service nodes of the propagation scenario (2)',
