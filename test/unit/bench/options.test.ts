@@ -21,5 +21,5 @@ t.test('--pairs N and VEXIL_BENCH_PAIRS', async (t) => {
   for (const bad of ['0', 'five', '3.5']) {
     t.throws(() => parseArgs(['insights'], { VEXIL_BENCH_PAIRS: bad }), /VEXIL_BENCH_PAIRS needs/, `VEXIL_BENCH_PAIRS=${bad} is refused before anything runs`);
   }
-  t.match(usage(), /--pairs N .*insights, paired, rest-vs-bare/, 'usage() lists it');
+  t.match(usage(), /--pairs N .*insights, context-sample, paired, rest-vs-bare/, 'usage() lists it, with every scenario that takes it');
 });
