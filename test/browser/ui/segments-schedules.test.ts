@@ -247,6 +247,8 @@ async function run(t: Test) {
     t.match(await describedText(value), /needs a number value/, "the API's message beside the value");
     t.equal((await n.req('GET', '/api/flags/new-search/schedules', admin)).body.length, 1, 'nothing scheduled');
     await value.fill('18');
+    t.notMatch(await describedText(value), /needs a number value/, 'the message goes once the value is edited');
+    t.equal(await panel.locator('[aria-invalid="true"]').count(), 0, 'and nothing is marked invalid');
     await shoot(panel, 'schedule-config');
     await axe(t, 'the schedule form with a whole configuration');
     await panel.getByLabel('Time', { exact: true }).fill(inLocal(4_000));
