@@ -247,6 +247,8 @@ async function run(t: Test) {
     t.match(await describedText(value), /needs a number value/, "the API's message beside the value");
     t.equal((await n.req('GET', '/api/flags/new-search/schedules', admin)).body.length, 1, 'nothing scheduled');
     await value.fill('18');
+    t.notMatch(await describedText(value), /needs a number value/, 'the message goes once the value is edited');
+    t.equal(await panel.locator('[aria-invalid="true"]').count(), 0, 'and nothing is marked invalid');
     await shoot(panel, 'schedule-config');
     await axe(t, 'the schedule form with a whole configuration');
     await panel.getByLabel('Time', { exact: true }).fill(inLocal(4_000));
@@ -302,6 +304,8 @@ async function run(t: Test) {
     await cancelled.locator('.badge', { hasText: 'cancelled' }).waitFor();
     t.equal(await statusOf(enableId), 'cancelled', 'cancelled');
     t.equal(await cancelled.getByRole('button', { name: 'Cancel schedule' }).count(), 0, 'no cancel button on a cancelled change');
+    // The README's picture: applied, cancelled and pending changes, no error (the 409 below is tested, not shown).
+    await shoot(panel, 'schedules');
 
     // A change cancelled elsewhere meanwhile: the server's 409 is shown on it.
     const disableId = rest.find((x) => x.enabled === false && x.status === 'pending')!.id;
@@ -314,7 +318,6 @@ async function run(t: Test) {
     await refused.getByRole('alert').waitFor();
     t.match(await refused.getByRole('alert').innerText(), /is cancelled, not pending/, 'the 409 in words');
     t.ok(await appears(refused.locator('.badge', { hasText: 'cancelled' })), 'and the list, read again, shows it cancelled');
-    await shoot(panel, 'schedules');
     await axe(t, 'the flag page with schedules');
   });
 

@@ -63,7 +63,11 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
   const id = useId('sched');
   // The whole configuration starts from the chosen configuration as it is now.
   useEffect(() => setDraft(draftOf(flag, stage, startedFrom, current())), [stage, startedFrom]); // eslint-disable-line react-hooks/exhaustive-deps
-  const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
+  // An edit answers the messages of the last attempt: they named a draft that is gone.
+  const set = (patch: Partial<ConfigDraft>) => {
+    setDraft((d) => ({ ...d, ...patch }));
+    setErrors({});
+  };
 
   const submit = async (e: Event) => {
     e.preventDefault();
