@@ -190,7 +190,11 @@ export function ConfigEditor(props: { flag: Flag; stage: string; clientId: strin
   const [busy, whileBusy] = useBusy();
   const id = useId('cfg');
   const title = clientId === null ? stage : `${stage}, client ${clientId}`;
-  const set = (patch: Partial<ConfigDraft>) => setDraft((d) => ({ ...d, ...patch }));
+  // An edit answers the messages of the last attempt: they named a draft that is gone (as the schedule form).
+  const set = (patch: Partial<ConfigDraft>) => {
+    setDraft((d) => ({ ...d, ...patch }));
+    setErrors({});
+  };
 
   const fail = (err: unknown) => setErrors(placeApiError(messageOf(err), knownPaths(draft)));
   // A protected environment (docs/change-requests.md): Save becomes "Propose change", a change request.
