@@ -4,7 +4,7 @@
  * guard (features/policies/guard.ts) gathers the facts inside the write's transaction and asks
  * these two functions; every service's write goes through that guard.
  */
-import { findName, sameName } from './name-matching.js';
+import { findName, nameKey, sameName } from './name-matching.js';
 import type { KillSwitchRule } from './types.js';
 
 /** What a write changes, in the terms that decide which environments' answers it can move. */
@@ -39,7 +39,7 @@ const INERT_FLAG_FIELDS = new Set(['description', 'tags', 'purpose']);
  * A kill-switch rule as evaluation matches it (engine.ts `killSwitchMatches`): the flag by its exact
  * name, the application and the environment ignoring case.
  */
-const ruleKey = (r: KillSwitchRule): string => JSON.stringify([r.flag ?? null, r.application?.toLowerCase() ?? null, r.environment?.toLowerCase() ?? null]);
+const ruleKey = (r: KillSwitchRule): string => JSON.stringify([r.flag ?? null, r.application == null ? null : nameKey(r.application), r.environment == null ? null : nameKey(r.environment)]);
 
 /**
  * The kill-switch rules a replacement adds or removes (those of `before` no rule of `after` matches

@@ -243,13 +243,16 @@ export class EvalPool {
     const started = performance.now();
     const lines = decodeLines(answer);
     // After the answers: the batch's insights counts, then the worker's samples, each when it has any.
-    let rows: InsightsRows = [];
-    let samples: SampleRows | undefined;
-    for (let i = batch.length; i < lines.length; i++) {
-      if (lines[i].startsWith(INSIGHTS_LINE)) rows = JSON.parse(lines[i].slice(INSIGHTS_LINE.length)) as InsightsRows;
-      else if (lines[i].startsWith(SAMPLES_LINE)) samples = JSON.parse(lines[i].slice(SAMPLES_LINE.length)) as SampleRows;
+    // A batch without them (sampling off, nothing counted) allocates nothing here.
+    if (lines.length > batch.length) {
+      let rows: InsightsRows = [];
+      let samples: SampleRows | undefined;
+      for (let i = batch.length; i < lines.length; i++) {
+        if (lines[i].startsWith(INSIGHTS_LINE)) rows = JSON.parse(lines[i].slice(INSIGHTS_LINE.length)) as InsightsRows;
+        else if (lines[i].startsWith(SAMPLES_LINE)) samples = JSON.parse(lines[i].slice(SAMPLES_LINE.length)) as SampleRows;
+      }
+      this.onInsights(rows, samples);
     }
-    if (rows.length > 0 || samples !== undefined) this.onInsights(rows, samples);
     const decodeShare = ((performance.now() - started) * 1000) / batch.length;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i];

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../../src/config.js';
-import type { EvaluationRequest } from '../../../src/domain/types.js';
+import type { Evaluation, EvaluationRequest } from '../../../src/domain/types.js';
 import type { CompiledFlag, OrgSnapshot } from '../../../src/engine/index.js';
 import { EvalCounts } from '../../../src/ops/eval-counts.js';
 import { ContextSampler, MAX_SAMPLE_CONTEXT_CHARS, SAMPLE_STRIDE } from '../../../src/samples/sampler.js';
@@ -47,6 +47,14 @@ t.test('EvalCounts has no sampler when VEXIL_CONTEXT_SAMPLE is 0', async (t) => 
   t.equal(new EvalCounts(undefined, true).samples, null, 'default: off');
   t.equal(new EvalCounts(undefined, true, 0).samples, null);
   t.equal(new EvalCounts(undefined, false, 4).samples?.perStage, 4);
+  // What evaluation calls (evaluation/run.ts): off, the compiled flag gets no rings; on, the request is kept.
+  const ev = { reason: { code: 'default' } } as unknown as Evaluation;
+  const off = flag('f');
+  new EvalCounts(undefined, false, 0).evaluated(snap, off, req('u1'), ev);
+  t.equal(off.samples, undefined, 'off: evaluated() leaves the flag without rings');
+  const on = new EvalCounts(undefined, false, 2);
+  on.evaluated(snap, flag('f'), req('u1'), ev);
+  t.same(users(on.samples!.drain()), ['f/production/u1'], 'on: evaluated() keeps the request');
 });
 
 t.test('the store keeps the N most recent distinct contexts per flag and stage', async (t) => {
