@@ -381,6 +381,11 @@ export class ChangeRequestLoop {
     const events = await sql`select id, action, target_name, change_request_id from audit_events where org_id = ${orgId} and (change_request_id is not null or action like 'change.%' or action = 'org.policy' or target_name in ${sql(ChangeRequestLoop.FLAGS)}) order by id`;
     const configs = await sql`select flag_name, rules::text as rules from flag_configs where org_id = ${orgId} and stage = ${ChangeRequestLoop.STAGE} and client_id = ''`;
     const accounted = new Set<number>(events.map((e) => Number(e.id)));
+    // Outside requests, only the fixtures of setup(): per target its creation and its first
+    // configuration, and the one policy. Any other direct write on a target is not explained.
+    const direct = events.filter((e) => e.change_request_id === null && !(e.action as string).startsWith('change.'));
+    if (direct.filter((e) => e.action === 'org.policy').length !== 1 || direct.length !== 2 * K + 1)
+      problems.push(`events outside change requests on the targets: ${direct.map((e) => `${e.action} ${e.target_name}`).join(', ')} (want ${K} flag.create, ${K} configuration writes and 1 org.policy)`);
     const basesOf = new Map<string, Record<string, { rules?: { id: string }[] } | null>>(revisions.map((r) => [r.request_id as string, JSON.parse(r.bases as string)]));
     const state = new Map<string, string>(requests.map((r) => [r.id as string, r.state as string]));
     for (const req of requests) {
