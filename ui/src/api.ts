@@ -132,10 +132,10 @@ export const CONFIG_FIELDS = `stage clientId enabled defaultVariantKey rolloutPe
 export const FLAG_FIELDS = `name project type description tags isArchived variants { key value valueType }
   environments dependencies { flag variants } purpose createdAt updatedAt configs { ${CONFIG_FIELDS} }`;
 export const KEY_FIELDS = 'id name permissions application environment disabled createdAt rotatedAt';
-/** Segments (docs/api.md, "Segments"). */
 /** Webhook endpoints and their delivery attempts (docs/webhooks.md), as WebhookEndpoint and WebhookDelivery. */
 export const WEBHOOK_FIELDS = 'id url events description enabled disabledReason createdAt updatedAt';
 export const WEBHOOK_DELIVERY_FIELDS = 'id messageId type attempt at status durationMs error';
+/** Segments (docs/api.md, "Segments"). */
 export const SEGMENT_FIELDS = 'name description application conditions { field operator value } createdAt updatedAt';
 /** A flag's scheduled changes (docs/api.md, "Scheduled changes"): the configuration as CONFIG_FIELDS selects it. */
 export const SCHEDULE_FIELDS = `id flag at stage clientId enabled config { ${CONFIG_FIELDS} } createdBy { keyId keyName } status appliedAt error`;

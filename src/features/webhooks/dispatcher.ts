@@ -61,7 +61,6 @@ export interface WebhookStats {
 export class WebhookDispatcher {
   private readonly busy = new Set<string>();
   private rounds: Rounds | null = null;
-  private stopped = false;
   private lastPrune = 0;
   /**
    * Whether the next round looks for the soonest due message (the retry timer): after an
@@ -112,7 +111,6 @@ export class WebhookDispatcher {
   }
 
   stop(): void {
-    this.stopped = true;
     this.unlisten?.();
     this.rounds?.stop();
     this.agents.http.destroy();
@@ -170,7 +168,7 @@ export class WebhookDispatcher {
       const current: store.Claimed = c;
       let abandoned = false;
       // An abandoned attempt that records after all claims nothing more: this loop has moved on.
-      const chain = () => n < CHAIN_MAX && !this.stopped && !abandoned;
+      const chain = () => n < CHAIN_MAX && this.rounds?.isStopped !== true && !abandoned;
       c = await within(this.attempt(current, chain), this.leaseMs, 'a webhook attempt').catch((err) => {
         abandoned = true;
         this.rt.log.warn('recording a webhook attempt failed; it will be made again', { messageId: current.msgId, err: err as Error });
