@@ -110,9 +110,10 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, private: true, type: 'module', license: pkg.license }, null, 2) + '\n');
 
 const bundled = Object.keys(result.metafile.inputs);
-const fromPackages = new Set(bundled.filter((p) => p.includes('node_modules/')).map((p) => packageOf(p.slice(p.lastIndexOf('node_modules/') + 13))));
+const inPackages = bundled.filter((p) => p.includes('node_modules/'));
+const fromPackages = new Set(inPackages.map((p) => packageOf(p.slice(p.lastIndexOf('node_modules/') + 'node_modules/'.length))));
 console.log(
   `image-bundle: ${Object.keys(ENTRIES).length} entry points and ${readdirSync(join(out, 'dist', 'chunks')).length} chunks, ${mb(sizeOf(join(out, 'dist')))} ` +
-    `(${bundled.length - [...bundled].filter((p) => p.includes('node_modules/')).length} source files, ${fromPackages.size} packages: ${[...fromPackages].sort().join(' ')}); ` +
+    `(${bundled.length - inPackages.length} source files, ${fromPackages.size} packages: ${[...fromPackages].sort().join(' ')}); ` +
     `node_modules: ${[...keep].sort().join(' ')} (${mb(sizeOf(join(out, 'node_modules')))})`,
 );

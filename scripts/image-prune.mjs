@@ -17,7 +17,7 @@
  *   node scripts/image-prune.mjs [node_modules]     prints what it removed and how much
  */
 import { build } from 'esbuild';
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { sizeOf } from './size-of.mjs';
 
@@ -42,31 +42,17 @@ for (const dir of [join(root, '@btc-vision', 'uwebsockets.js'), join(root, 'uWeb
   }
   for (const e of entries) if (/^uws_.*\.node$/.test(e) && e !== keep) remove(join(dir, e));
 }
-// The Node ≤ 20 package goes whole when it holds no binary for this ABI (always so on Node 22+).
-const hasBinary = (dir) => {
-  try {
-    return readdirSync(dir).some((e) => e === keep);
-  } catch {
-    return false;
-  }
-};
+// The Node ≤ 20 package goes whole when it holds no binary for this ABI (always so on Node 22+);
+// otherwise its sources and its JavaScript shim go (never used: src/http/uws.ts).
 const legacyUws = join(root, 'uWebSockets.js');
-if (existsSync(legacyUws) && !hasBinary(join(legacyUws, 'binaries'))) remove(legacyUws);
-for (const e of ['src', 'docs', 'dist']) {
-  // The Node ≤ 20 package's sources and its JavaScript shim (never used: src/http/uws.ts).
-  const p = join(root, 'uWebSockets.js', e);
-  try {
-    statSync(p);
-    remove(p);
-  } catch {
-    /* absent */
-  }
+if (existsSync(legacyUws)) {
+  if (!existsSync(join(legacyUws, 'binaries', keep))) remove(legacyUws);
+  else for (const e of ['src', 'docs', 'dist']) if (existsSync(join(legacyUws, e))) remove(join(legacyUws, e));
 }
 
 // PGlite: its ES module graph and the assets it loads.
 const pgliteDir = join(root, '@electric-sql', 'pglite');
-try {
-  statSync(join(pgliteDir, 'package.json'));
+if (existsSync(join(pgliteDir, 'package.json'))) {
   const graph = await build({
     entryPoints: [join(pgliteDir, 'dist', 'index.js')],
     bundle: true,
@@ -88,8 +74,6 @@ try {
     }
   };
   prune(join(pgliteDir, 'dist'));
-} catch (err) {
-  if (err.code !== 'ENOENT') throw err;
 }
 // node-gyp-build prebuilds (bufferutil, utf-8-validate): this platform's only.
 for (const pkg of readdirSync(root)) {
