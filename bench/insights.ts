@@ -9,8 +9,8 @@
  *
  * Last, in the runner's thread (insights-engine.ts): what counting adds to the evaluation work
  * itself, without HTTP: OFREP bulk's `bulkAnswers` and single `runEvaluation`s with the node's
- * counters with insights against without, interleaved rounds of VEXIL_BENCH_ENGINE_SEC (0.5) s,
- * twice the pair count; ns per evaluation, and the cost as a share of the engine-only evaluation
+ * counters with insights against without, twice the pair count of pairs of VEXIL_BENCH_ENGINE_SEC
+ * (0.5) s a side in alternating 5 ms slices, by CPU time; ns per evaluation, and the cost as a share of the engine-only evaluation
  * and of the HTTP rows' server CPU per request measured before it in the same run.
  *
  * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison, and provider rounds of each side;

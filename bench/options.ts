@@ -70,7 +70,7 @@ export function usage(): string {
     '              VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_LOAD=0: left out)',
     '  insights    the cost of counting evaluations per flag (docs/insights.md): REST, OFREP bulk, 100-alias GraphQL and the provider',
     '              with counting on against off, then the engine work in the runner (insights-engine-bulk, -single); VEXIL_BENCH_INSIGHTS=',
-    '              rest,bulk,graphql,provider,engine picks; VEXIL_BENCH_ENGINE_SEC (0.5) s per engine round, 2 × --pairs pairs',
+    '              rest,bulk,graphql,provider,engine picks; 2 × --pairs engine pairs of VEXIL_BENCH_ENGINE_SEC (0.5) s a side',
     '  saturation  management on a saturated core without CAP_SYS_NICE (bench/saturation.ts): paged reads, key creation and',
     '              the new key\'s first evaluation, scheduled changes; VEXIL_BENCH_SATURATION_READS (30), _CONNECTIONS (50), _LEAD_MS (5000)',
   ].join('\n');

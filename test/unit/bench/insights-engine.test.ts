@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import type { Measurement } from '../../../bench/harness.js';
-import { EngineSide, engineData, engineRows, workloads } from '../../../bench/insights-engine.js';
+import { EngineSide, engineData, engineRows, pairOf, workloads } from '../../../bench/insights-engine.js';
 import { OFREP_BULK_FLAGS } from '../../../bench/scenarios.js';
 import { bulkAnswers } from '../../../src/evaluation/bulk.js';
 
@@ -27,8 +27,14 @@ t.test('a side counts every evaluation with insights on, none with them off, and
   t.not(on.counts.insights, null);
   t.equal(off.counts.insights, null, "VEXIL_INSIGHTS=off's counters: no InsightsCounter");
   for (const w of workloads(d)) {
-    for (const s of [off, on]) t.ok(s.round(w, 0.02) > 0, `${w.key}: ns per evaluation`);
+    for (const s of [off, on]) {
+      const r = s.round(w, 0.02);
+      t.ok(r.evaluations > 0 && r.wallNs > 0 && r.cpuNs >= 0, `${w.key}: a round's evaluations and times`);
+    }
   }
+  const [a, b] = pairOf([off, on], workloads(d)[1], 0.02);
+  t.ok(a.wallNs >= 0.02e9 && b.wallNs >= 0.02e9, 'a pair: each side at least its seconds, in slices');
+  t.ok(a.evaluations > 0 && b.evaluations > 0);
   on.close();
   off.close();
   t.ok(on.evaluations > 0);
@@ -49,9 +55,10 @@ t.test('the rows: paired figures, the exact count, and the share of a request wh
   const rows = await engineRows({ pairs: 2, sec: 0.01, batch: 100, earlier: [pairedRow('insights-rest', 20), pairedRow('insights-ofrep-bulk', 1)] });
   t.same(rows.map((r) => [r.name, r.status]), [['insights-engine-bulk', 'ok'], ['insights-engine-single', 'ok']]);
   const [bulk, single] = rows;
-  const paired = bulk.extra?.paired as { ratios: number[]; a: { nsPerEval: number[] }; b: { nsPerEval: number[] } };
+  const paired = bulk.extra?.paired as { ratios: number[]; a: { cpuNsPerEval: number[]; wallNsPerEval: number[] } };
   t.equal(paired.ratios.length, 2, 'one ratio per pair');
-  t.equal(paired.a.nsPerEval.length, 2);
+  t.equal(paired.a.cpuNsPerEval.length, 2);
+  t.equal(paired.a.wallNsPerEval.length, 2);
   t.match(bulk.notes?.join('\n'), /OFREP bulk \(insights-ofrep-bulk, counting off\): 50\.0 µs server CPU per request of 50 evaluations/);
   t.match(bulk.notes?.join('\n'), /counted (\d+) of \1 evaluations/, 'the check of the count is in the row');
   t.match(single.notes?.join('\n'), /REST \(insights-rest, counting off\): 20\.0 µs server CPU per request of 1 evaluation;/);
