@@ -10,15 +10,16 @@
  * `runEvaluation` (evaluation/run.ts, what REST, OFREP single and GraphQL `evaluate` run) of one
  * flag after another. Users u0…u999 in turn, context {country: NL}.
  *
- * Each workload runs interleaved rounds (which side goes first alternates) of two sides, built as
- * the node builds them (node.ts): side A an `EvalCounts` without insights (VEXIL_INSIGHTS=off; the
- * reason counters stay), side B with its `InsightsCounter`; each side's `InsightsForwarder` posts
- * (drains) every `insightsPostMs(VEXIL_INSIGHTS_FLUSH_MS's default)` of that side's own busy time,
- * as the node's timer does per second of wall time. The figure of a round is this process's CPU
- * time (user + system) per evaluation: on a shared 2-core VM the wall time of a round also holds
- * what other processes took from its core (the wall figures are in the notes, as a cross-check). What the forwarder's `send` does on a node
- * (a message to the management actor, once per period) is not measured: here it only adds up what
- * it was handed, which checks that B counted every evaluation exactly and A none.
+ * Each workload runs pairs of two sides, built as the node builds them (node.ts): side A an
+ * `EvalCounts` without insights (VEXIL_INSIGHTS=off; the reason counters stay), side B with its
+ * `InsightsCounter`; each side's `InsightsForwarder` posts (drains) every
+ * `insightsPostMs(VEXIL_INSIGHTS_FLUSH_MS's default)` of that side's own busy time, as the node's
+ * timer does per second of wall time. A pair is `sec` seconds of each side taken in alternating
+ * SLICE_SEC slices (`pairOf`). Its figure is this process's CPU time (user + system) per
+ * evaluation: on a shared 2-core VM the wall time also holds what other processes took from its
+ * core (the wall figures are in the notes, as a cross-check). What the forwarder's `send` does on
+ * a node (a message to the management actor, once per period) is not measured: here it only adds
+ * up what it was handed, which checks that B counted every evaluation exactly and A none.
  */
 import { loadConfig } from '../src/config.js';
 import type { EvaluationRequest } from '../src/domain/types.js';
