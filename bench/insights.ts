@@ -7,12 +7,20 @@
  * in-process provider: `provider.resolve` with counting off (metricsIntervalMs 0) against on
  * (the default), rounds of VEXIL_BENCH_PROVIDER_SEC (0.5) s alternating, in this process.
  *
- * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison, and provider rounds of each side; `VEXIL_BENCH_INSIGHTS=rest,bulk,graphql,provider` picks.
+ * Last, in the runner's thread (insights-engine.ts): what counting adds to the evaluation work
+ * itself, without HTTP: OFREP bulk's `bulkAnswers` and single `runEvaluation`s with the node's
+ * counters with insights against without, twice the pair count of pairs of VEXIL_BENCH_ENGINE_SEC
+ * (0.5) s a side in alternating 5 ms slices, by CPU time; ns per evaluation, and the cost as a share of the engine-only evaluation
+ * and of the HTTP rows' server CPU per request measured before it in the same run.
+ *
+ * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison, and provider rounds of each side;
+ * `VEXIL_BENCH_INSIGHTS=rest,bulk,graphql,provider,engine` picks.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { CustomScenario } from './custom-scenario.js';
 import { ROOT, log, makeContext, median, startService, type Measurement } from './harness.js';
+import { engineRows } from './insights-engine.js';
 import { compare, scenario, type Comparison } from './paired.js';
 import { scenarioEnv, type Scenario } from './scenario-types.js';
 import { createEvalKey } from './scenarios.js';
@@ -103,10 +111,14 @@ export const insights: CustomScenario = {
   name: 'insights',
   description:
     'The cost of counting every evaluation per flag (docs/insights.md): REST, OFREP bulk and 100-alias GraphQL with counting on against ' +
-    'VEXIL_INSIGHTS=off, and provider.resolve with counting on against metricsIntervalMs 0; interleaved pairs (aim ≥ 97 %).',
+    'VEXIL_INSIGHTS=off, provider.resolve with counting on against metricsIntervalMs 0, and in the runner OFREP bulk\'s and a single ' +
+    'evaluation\'s engine work with the node\'s counters with insights against without; interleaved pairs (aim ≥ 97 %).',
   async run(rc) {
     const pairs = rc.opts.pairs ?? 5;
     const only = process.env.VEXIL_BENCH_INSIGHTS?.split(',').filter(Boolean);
+    // Checked before anything runs.
+    const sec = Number(process.env.VEXIL_BENCH_ENGINE_SEC ?? '0.5');
+    if (!(sec > 0 && sec <= 60)) throw new Error(`VEXIL_BENCH_ENGINE_SEC needs seconds in (0, 60], got ${process.env.VEXIL_BENCH_ENGINE_SEC}`);
     const rows: Measurement[] = [];
     for (const { key, c } of comparisons()) {
       if (only !== undefined && !only.includes(key)) continue;
@@ -116,6 +128,9 @@ export const insights: CustomScenario = {
     if (only === undefined || only.includes('provider')) {
       log('insights-provider: provider.resolve, counting on against off');
       rows.push(await providerPair(rc, pairs));
+    }
+    if (only === undefined || only.includes('engine')) {
+      rows.push(...(await engineRows({ pairs: pairs * 2, sec, batch: rc.opts.batch, earlier: [...rc.rows, ...rows] })));
     }
     return rows;
   },

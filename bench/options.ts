@@ -68,6 +68,9 @@ export function usage(): string {
     '              client.getBooleanValue; median of VEXIL_BENCH_PROVIDER_ROUNDS (9) × VEXIL_BENCH_PROVIDER_SEC (0.5) s) beside REST,',
     '              paired against VEXIL_BENCH_BASE_PROVIDER=<another build\'s provider dist/index.js> when set; initialize on a',
     '              VEXIL_BENCH_ORG_FLAGS-flag feed (VEXIL_BENCH_PROVIDER_LOAD=0: left out)',
+    '  insights    the cost of counting evaluations per flag (docs/insights.md): REST, OFREP bulk, 100-alias GraphQL and the provider',
+    '              with counting on against off, then the engine work in the runner (insights-engine-bulk, -single); VEXIL_BENCH_INSIGHTS=',
+    '              rest,bulk,graphql,provider,engine picks; 2 × --pairs engine pairs of VEXIL_BENCH_ENGINE_SEC (0.5) s a side',
     '  saturation  management on a saturated core without CAP_SYS_NICE (bench/saturation.ts): paged reads, key creation and',
     '              the new key\'s first evaluation, scheduled changes; VEXIL_BENCH_SATURATION_READS (30), _CONNECTIONS (50), _LEAD_MS (5000)',
   ].join('\n');

@@ -103,7 +103,8 @@ export function syntheticFlag(i: number, stamp: string): { flag: Flag; configs: 
   };
 }
 
-function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<string, FlagConfig[]> } {
+/** `buildSnapshot`'s input for `n` synthetic flags (`syntheticFlag`) of `syntheticOrg` (also bench/insights-engine.ts). */
+export function syntheticInput(n: number): { org: Organization; flags: Flag[]; configs: Map<string, FlagConfig[]> } {
   const flags: Flag[] = new Array(n);
   const configs = new Map<string, FlagConfig[]>();
   const t = Date.now();
@@ -119,7 +120,7 @@ function makeInput(n: number): { org: Organization; flags: Flag[]; configs: Map<
 export function run(n: number, runs: number): SnapshotBuildResult {
   gc();
   const before = mem();
-  let input: ReturnType<typeof makeInput> | undefined = makeInput(n);
+  let input: ReturnType<typeof syntheticInput> | undefined = syntheticInput(n);
   gc();
   const withInput = mem();
 
