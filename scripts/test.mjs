@@ -13,7 +13,8 @@
  *   node scripts/test.mjs file.test.ts ...   those files, 2 at a time, the SERIAL ones alone
  *
  * Two at a time fits the 2-core CI machine: every node a test starts has its own free port, its own
- * PGlite copy in a temp dir or its own PostgreSQL database, and a cluster test's nodes talk on a NATS
+ * copy of the migrated PGlite template (in /dev/shm when it has room: test/helpers/node.ts) or its
+ * own PostgreSQL database, and a cluster test's nodes talk on a NATS
  * subject of their own (test/helpers/cluster.ts) or on a private nats-server, and every Chromium has
  * its own profile dir, so files do not see each other. What measures time or CPU, or holds a
  * bound tight enough that a second file on the other core could break it, runs alone (SERIAL,

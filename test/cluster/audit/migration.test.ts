@@ -4,11 +4,9 @@
  * readable, the log starts empty and records new writes. PGlite, and PostgreSQL when
  * DATABASE_URL is set.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import t from 'tap';
-import { freshPostgresDatabase, randomKey, skipWithoutPostgres, startTestNode, boolVariants, type TestNodeOptions } from '../../helpers/node.js';
+import { freshPostgresDatabase, randomKey, skipWithoutPostgres, startTestNode, boolVariants, testDataDir, type TestNodeOptions } from '../../helpers/node.js';
 import { bootstrap } from '../../../src/features/organizations/bootstrap.js';
 import { getOrgByName } from '../../../src/features/organizations/store.js';
 import { upsertConfig } from '../../../src/features/flags/store.js';
@@ -65,7 +63,7 @@ async function checkUpgraded(t: typeof import('tap').default, opts: TestNodeOpti
 }
 
 t.test('PGlite', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vexil-audit-v1-'));
+  const dir = testDataDir('vexil-audit-v1-');
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const adminKey = randomKey();
   const db = await openPGlite(dir);

@@ -14,12 +14,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { projectPath } from '../../../src/util/paths.js';
-import { randomKey, startTestNode } from '../../helpers/node.js';
+import { randomKey, startTestNode, testDataDir, testDataRoot } from '../../helpers/node.js';
 import { requireFreshDist } from '../../helpers/dist.js';
 import { browserTest, expectAccessible, openBrowser, screenshot } from '../../helpers/browser.js';
 
@@ -34,8 +33,8 @@ browserTest(`${FLAGS.toLocaleString('en-GB')} flags: the admin UI pages, searche
 /**
  * A copy of a PGlite data directory holding the seeded organization, and its admin key. Seeding
  * (bench/seed.ts, in a child process so its PGlite is gone before the node opens the directory)
- * runs once per schema, seed script and PGlite version into a template in the OS temp directory,
- * as test/helpers/node.ts does for the empty database; each run copies it.
+ * runs once per schema, seed script and PGlite version into a template under testDataRoot() (a tmpfs
+ * when there is one with room), as test/helpers/node.ts does for the empty database; each run copies it.
  */
 function seededCopy(): { dataDir: string; adminKey: string; seeded: 'now' | 'template' } {
   const digest = createHash('sha256');
@@ -43,11 +42,11 @@ function seededCopy(): { dataDir: string; adminKey: string; seeded: 'now' | 'tem
   for (const f of readdirSync(sqlDir).sort()) digest.update(f).update(readFileSync(join(sqlDir, f)));
   digest.update(readFileSync(projectPath('bench', 'seed.ts'))).update(readFileSync(projectPath('node_modules', '@electric-sql', 'pglite', 'package.json')));
   digest.update(`${FLAGS} ${PREFIX}`);
-  const template = join(tmpdir(), `vexil-ui-100k-template-${digest.digest('hex').slice(0, 12)}`);
+  const template = join(testDataRoot(), `vexil-ui-100k-template-${digest.digest('hex').slice(0, 12)}`);
   let seeded: 'now' | 'template' = 'template';
   if (!existsSync(join(template, 'admin-key'))) {
     seeded = 'now';
-    const building = mkdtempSync(join(tmpdir(), 'vexil-ui-100k-build-'));
+    const building = testDataDir('vexil-ui-100k-build-');
     const key = randomKey();
     requireFreshDist(); // the seed script runs from dist/bench
     execFileSync(process.execPath, [projectPath('dist', 'bench', 'seed.js'), '--data-dir', join(building, 'data'), '--flags', String(FLAGS), '--admin-key', key, '--prefix', PREFIX], { encoding: 'utf8' });
@@ -58,7 +57,7 @@ function seededCopy(): { dataDir: string; adminKey: string; seeded: 'now' | 'tem
       rmSync(building, { recursive: true, force: true }); // another run won the race
     }
   }
-  const dataDir = mkdtempSync(join(tmpdir(), 'vexil-ui-100k-'));
+  const dataDir = testDataDir('vexil-ui-100k-');
   cpSync(join(template, 'data'), dataDir, { recursive: true });
   return { dataDir, adminKey: readFileSync(join(template, 'admin-key'), 'utf8').trim(), seeded };
 }

@@ -6,11 +6,9 @@
  * when it died, or sent before the new one had opened its database); never 500. Once the new
  * actor is up, management reads and writes answer again. Linux only (the actor is found in /proc).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import t from 'tap';
-import { boolVariants } from '../../helpers/node.js';
+import { boolVariants, pgliteCopy } from '../../helpers/node.js';
 import { actorsOf, alive, until } from '../../helpers/proc.js';
 import { spawnNode } from '../../helpers/process.js';
 
@@ -34,10 +32,11 @@ const createFlag = (url: string, name: string) =>
   send(url, '/api/flags', { method: 'POST', body: JSON.stringify({ name, project: 'default', type: 'boolean', variants: boolVariants }) });
 
 t.test('SIGKILL of the management actor under load', { skip: process.platform !== 'linux' ? 'Linux only' : false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vexil-actor-restart-'));
+  // A copy of the migrated template (test/helpers/node.ts): what is tested here is not a first start.
+  const dir = await pgliteCopy();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const node = await spawnNode(t, {
-    env: { VEXIL_DATA_DIR: join(dir, 'data'), VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '1000000' },
+    env: { VEXIL_DATA_DIR: dir, VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, VEXIL_RATE_LIMIT_MGMT: '100000', VEXIL_RATE_LIMIT_EVAL: '1000000' },
   });
   const url = node.url;
   t.equal((await createFlag(url, 'steady')).status, 201, 'a flag to evaluate');

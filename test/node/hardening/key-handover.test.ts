@@ -7,10 +7,8 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { boolVariants } from '../../helpers/node.js';
+import { rmSync } from 'node:fs';
+import { boolVariants, pgliteCopy } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
 import { actorsOf } from '../../helpers/proc.js';
 
@@ -29,7 +27,8 @@ async function call(url: string, method: string, path: string, key: string, body
 }
 
 t.test('a key created or rotated here evaluates while the actor is stopped', { skip: process.platform === 'win32' ? 'no SIGSTOP' : false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vexil-handover-'));
+  // A copy of the migrated template (test/helpers/node.ts): what is tested here is not a first start.
+  const dir = await pgliteCopy();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const node = await spawnNode(t, { env: { VEXIL_DATA_DIR: dir, VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY } });
   const url = node.url;

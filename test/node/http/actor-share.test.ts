@@ -6,11 +6,9 @@
  * once ready, lifted back to SCHED_OTHER while it starves (which needs CAP_SYS_NICE). Linux only.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, rmSync } from 'node:fs';
 import t from 'tap';
-import { boolVariants } from '../../helpers/node.js';
+import { boolVariants, pgliteCopy } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
 import { actorOf, hasSysNice, SCHED_IDLE, SCHED_OTHER, threadsOf, until } from '../../helpers/proc.js';
 // The actor's nice value by default (VEXIL_MANAGEMENT_NICE).
@@ -34,17 +32,19 @@ const createFlagRaw = (url: string, name: string): Promise<number | string> =>
 const listFlags = (url: string): Promise<Response> => fetch(`${url}/api/flags?limit=1`, { headers: { 'x-management-key': ADMIN_KEY } });
 
 t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux only' : false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vexil-share-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  let n = 0;
-  const env = (extra: Record<string, string> = {}) => ({ VEXIL_DATA_DIR: join(dir, `node-${++n}`), VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra });
+  // Each node on a copy of the migrated template (test/helpers/node.ts): what is tested here is not a first start.
+  const env = async (extra: Record<string, string> = {}) => {
+    const dataDir = await pgliteCopy();
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+    return { VEXIL_DATA_DIR: dataDir, VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra };
+  };
 
   t.test(
     'without CAP_SYS_NICE, on a core a spinning process of normal priority keeps busy, the actor keeps its share: management answers',
     { skip: !existsSync('/usr/bin/taskset') ? 'no taskset' : SETPRIV === undefined ? 'no setpriv (util-linux)' : false },
     async (t) => {
       // As in a default container: the node cannot leave SCHED_IDLE nor lower a nice value.
-      const node = await spawnNode(t, { env: env(), taskset: '0', wrap: [SETPRIV!, '--bounding-set', '-sys_nice', '--inh-caps', '-sys_nice'] });
+      const node = await spawnNode(t, { env: await env(), taskset: '0', wrap: [SETPRIV!, '--bounding-set', '-sys_nice', '--inh-caps', '-sys_nice'] });
       t.notOk(hasSysNice(node.child.pid!), 'the node runs without CAP_SYS_NICE');
       const actor = actorOf(t, node.child.pid!);
       t.equal((await listFlags(node.url)).status, 200, 'the actor is ready');
@@ -67,7 +67,7 @@ t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux
   );
 
   t.test('VEXIL_MANAGEMENT_PRIORITY=idle: every thread of the actor process in SCHED_IDLE once it is ready', async (t) => {
-    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_PRIORITY: 'idle' }) });
+    const node = await spawnNode(t, { env: await env({ VEXIL_MANAGEMENT_PRIORITY: 'idle' }) });
     const actor = actorOf(t, node.child.pid!);
     t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'every thread of the actor process in SCHED_IDLE once it is ready');
     t.same(threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE), [], 'every thread of the actor process at nice 15');
@@ -77,7 +77,7 @@ t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux
 
   t.test('VEXIL_MANAGEMENT_PRIORITY=idle: an actor that starves in SCHED_IDLE is lifted to SCHED_OTHER for a while and answers', { skip: !existsSync('/usr/bin/taskset') ? 'no taskset' : !hasSysNice() ? 'leaving SCHED_IDLE needs CAP_SYS_NICE' : false }, async (t) => {
     // The node and a spinning process of normal priority share one core: SCHED_IDLE gets next to nothing of it.
-    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_PRIORITY: 'idle' }), taskset: '0' });
+    const node = await spawnNode(t, { env: await env({ VEXIL_MANAGEMENT_PRIORITY: 'idle' }), taskset: '0' });
     const actor = actorOf(t, node.child.pid!);
     t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'the actor in SCHED_IDLE');
     const spinner = spawn('taskset', ['-c', '0', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' });

@@ -7,10 +7,9 @@
  * of a busy core without CAP_SYS_NICE, and the opt-in SCHED_IDLE, are actor-share.test.ts's.
  * Linux only.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import t from 'tap';
+import { pgliteCopy } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
 import { actorOf, alive, SCHED_OTHER, threadsOf, until } from '../../helpers/proc.js';
 // The actor's nice value by default (VEXIL_MANAGEMENT_NICE).
@@ -24,13 +23,15 @@ const ADMIN_KEY = 'ab'.repeat(32);
 const listFlags = (url: string): Promise<Response> => fetch(`${url}/api/flags?limit=1`, { headers: { 'x-management-key': ADMIN_KEY } });
 
 t.test('threads, processes and priorities', { skip: process.platform !== 'linux' ? 'Linux only' : false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vexil-threads-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  let n = 0;
-  const env = (extra: Record<string, string> = {}) => ({ VEXIL_DATA_DIR: join(dir, `node-${++n}`), VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra });
+  // Each node on a copy of the migrated template (test/helpers/node.ts): what is tested here is not a first start.
+  const env = async (extra: Record<string, string> = {}) => {
+    const dataDir = await pgliteCopy();
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+    return { VEXIL_DATA_DIR: dataDir, VEXIL_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY, ...extra };
+  };
 
   t.test('the front at nice 0; the actor a process of its own, every thread at nice 15 in SCHED_OTHER, and it stays there', async (t) => {
-    const node = await spawnNode(t, { env: env() });
+    const node = await spawnNode(t, { env: await env() });
     const pid = node.child.pid!;
     const front = threadsOf(pid);
     t.same(
@@ -55,14 +56,14 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
   });
 
   t.test('a node killed outright leaves no actor behind', async (t) => {
-    const node = await spawnNode(t, { env: env() });
+    const node = await spawnNode(t, { env: await env() });
     const actor = actorOf(t, node.child.pid!);
     await node.kill('SIGKILL');
     t.ok(await until(() => !alive(actor), 8000), 'the actor process ends when its node is gone');
   });
 
   t.test('an actor that dies is replaced; management answers again', async (t) => {
-    const node = await spawnNode(t, { env: env() });
+    const node = await spawnNode(t, { env: await env() });
     const pid = node.child.pid!;
     const first = actorOf(t, pid);
     process.kill(first, 'SIGKILL');
@@ -77,7 +78,7 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
   });
 
   t.test('VEXIL_MANAGEMENT_NICE sets every actor thread\'s nice value; VEXIL_MANAGEMENT_PRIORITY=low (the old name of nice) keeps SCHED_OTHER', async (t) => {
-    const node = await spawnNode(t, { env: env({ VEXIL_MANAGEMENT_PRIORITY: 'low', VEXIL_MANAGEMENT_NICE: '12' }) });
+    const node = await spawnNode(t, { env: await env({ VEXIL_MANAGEMENT_PRIORITY: 'low', VEXIL_MANAGEMENT_NICE: '12' }) });
     const actor = actorOf(t, node.child.pid!);
     t.equal((await listFlags(node.url)).status, 200, 'the actor is ready');
     await new Promise((r) => setTimeout(r, 300));

@@ -7,9 +7,7 @@
  * The printed-key cases run the real entry point, `node dist/src/main.js`, as a child process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, rmSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { openPGlite } from '../../../src/storage/pglite.js';
 import { projectPath } from '../../../src/util/paths.js';
@@ -23,6 +21,7 @@ import {
   randomKey,
   request,
   startTestNode,
+  testDataDir,
   upsertConfig,
 } from '../../helpers/node.js';
 
@@ -31,8 +30,9 @@ t.setTimeout(300_000);
 
 const MAIN = projectPath('dist', 'src', 'main.js');
 
+/** An empty data directory: these tests are of a node's very first start (initdb and every migration). */
 const tempDir = (t: Test, prefix: string): string => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = testDataDir(prefix);
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 };
