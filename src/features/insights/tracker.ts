@@ -18,11 +18,12 @@
  *   sql/011), merged in (first evaluations only move earlier, last ones later); once in
  *   `FULL_READ_ROUNDS` rounds all rows, read afresh, so that a late report (a provider that was
  *   offline sends evaluations stamped in the past) or a row removed is caught up too;
- * then looks at the flags that may have changed, and only those: the flags whose usage moved, the
- * flags the snapshot registry says a write touched, and those a previous round had no budget left
- * to record. It walks every flag of an organization only when anything may have changed: its first
- * round, a full read, a settings change, its snapshot loaded or replaced whole, or a status's
- * `validUntil` passed (`roundExpiry`). Each flag looked at gets its status (computed again only
+ * then looks at the flags that may have changed, and only those: the flags whose usage moved (in
+ * a full read: whose usage or recorded status differs from what was held), the flags the snapshot
+ * registry says a write touched, and those a previous round had no budget left to record. It
+ * walks every flag of an organization only when any of them may have changed: its first round, a
+ * settings change, its snapshot loaded or replaced whole, or a status's `validUntil` passed
+ * (`roundExpiry`). Each flag looked at gets its status (computed again only
  * when its flag, settings or usage changed or its validity ran out), and is recorded when that
  * differs from the recorded one (`settle`). An idle round therefore looks at no flag: its cost is
  * two short reads and one line per organization (`stats.examined` counts the flags looked at).
@@ -130,6 +131,12 @@ function merge(u: MutableUsage, r: store.UsageRow): boolean {
   return changed;
 }
 
+function sameUsage(a: MutableUsage | undefined, b: MutableUsage): boolean {
+  if (a === undefined || a.firstAt !== b.firstAt || a.lastAt !== b.lastAt || a.variantsLastAt.size !== b.variantsLastAt.size) return false;
+  for (const [variant, at] of b.variantsLastAt) if (a.variantsLastAt.get(variant) !== at) return false;
+  return true;
+}
+
 export interface StatusCounts {
   orgName: string;
   counts: Record<FlagStatus, number>;
@@ -229,17 +236,9 @@ export class LifecycleTracker {
     // Usage.
     const rows = await store.readUsage(db, full ? null : this.lastRoundStart! - USAGE_MARGIN_MS);
     if (full) {
-      const recorded = await store.readRecorded(db);
-      for (const [orgId, o] of this.orgs) {
-        o.usage = new Map();
-        o.clear();
-        o.gen++;
-        o.recorded = recorded.get(orgId) ?? new Map();
-      }
-      for (const [orgId, m] of recorded) if (!this.orgs.has(orgId)) this.org(orgId).recorded = m;
+      this.replaceAll(rows, await store.readRecorded(db));
       this.lastFullRead = start;
-    }
-    this.noteUsage(rows);
+    } else this.noteUsage(rows);
     this.lastRoundStart = start;
     await this.settleAll();
     const counts = this.counts();
@@ -256,12 +255,42 @@ export class LifecycleTracker {
       const o = this.org(r.orgId);
       let u = o.usage.get(r.flag);
       if (u === undefined) o.usage.set(r.flag, (u = emptyUsage()));
-      if (merge(u, r)) {
-        o.forget(r.flag);
-        o.dirty.add(r.flag);
-        o.gen++;
-      }
+      if (merge(u, r)) this.usageChanged(o, r.flag);
     }
+  }
+
+  /**
+   * A full read: every usage row and recorded status, read afresh, replace what this node holds.
+   * Only the flags whose usage or recorded status differ from what it held are looked at (a late
+   * report, a row removed, a turn recorded by another node), not every flag.
+   */
+  private replaceAll(rows: Iterable<store.UsageRow>, recorded: Map<string, Map<string, FlagStatus>>): void {
+    const fresh = new Map<string, Map<string, MutableUsage>>();
+    for (const r of rows) {
+      let m = fresh.get(r.orgId);
+      if (m === undefined) fresh.set(r.orgId, (m = new Map()));
+      let u = m.get(r.flag);
+      if (u === undefined) m.set(r.flag, (u = emptyUsage()));
+      merge(u, r);
+    }
+    for (const orgId of new Set([...this.orgs.keys(), ...fresh.keys(), ...recorded.keys()])) {
+      const o = this.org(orgId);
+      const usage = fresh.get(orgId) ?? new Map<string, MutableUsage>();
+      for (const [name, u] of usage) if (!sameUsage(o.usage.get(name), u)) this.usageChanged(o, name);
+      for (const name of o.usage.keys()) if (!usage.has(name)) this.usageChanged(o, name);
+      o.usage = usage;
+      const rec = recorded.get(orgId) ?? new Map<string, FlagStatus>();
+      for (const [name, s] of rec) if (o.recorded.get(name) !== s) o.dirty.add(name);
+      for (const name of o.recorded.keys()) if (!rec.has(name)) o.dirty.add(name);
+      o.recorded = rec;
+    }
+  }
+
+  /** The flag's usage changed: its status is computed again, by the next round at the latest. */
+  private usageChanged(o: OrgLifecycle, name: string): void {
+    o.forget(name);
+    o.dirty.add(name);
+    o.gen++;
   }
 
   /** Settings read from the database or written on this node. */

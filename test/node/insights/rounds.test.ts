@@ -16,7 +16,7 @@ import type { FlagStatus } from '../../../src/domain/types.js';
 import { flagChange } from '../../../src/features/audit/events.js';
 import * as flags from '../../../src/features/flags/store.js';
 import { writeSettings } from '../../../src/features/insights/store.js';
-import { LifecycleTracker, type StatusCounts } from '../../../src/features/insights/tracker.js';
+import { FULL_READ_ROUNDS, LifecycleTracker, type StatusCounts } from '../../../src/features/insights/tracker.js';
 import { bootstrap } from '../../../src/features/organizations/bootstrap.js';
 import { snapshotSource } from '../../../src/features/snapshot-source.js';
 import { writeOrg } from '../../../src/features/write.js';
@@ -167,5 +167,33 @@ t.test('a round looks at what changed, and the counts stay exact', async (t) => 
   await snapshots.reload(orgId);
   t.equal(await round(), N, 'a whole reload: every flag looked at');
   exact('reloaded');
+  t.equal(await round(), 0, 'idle');
+
+  // The full read (once in FULL_READ_ROUNDS rounds: 60 hours at this interval) looks at the flags
+  // whose usage or recorded status differ from what the tracker held, and only those. First f-2
+  // turns unused again (its status runs out: every flag looked at), so that no status runs out
+  // in the 60 hours.
+  clock += 11_000;
+  t.equal(await round(), N, 'f-2 ran out: every flag looked at');
+  want.active -= 1;
+  want.unused += 1;
+  exact('f-2 unused');
+  t.equal(await round(), 0, 'idle');
+  clock += FULL_READ_ROUNDS * 3_600_000;
+  t.equal(await round(), 0, 'a full read that finds nothing new looks at no flag');
+  exact('full read');
+  // A late report for f-3 (stamped before the window a round reads) and f-4's usage removed.
+  await db.query(
+    `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at) values ($1, 'f-3', 'development', 'on', $2, $2)`,
+    [orgId, new Date(clock - 3_600_000)],
+  );
+  await db.query("delete from flag_variant_usage where org_id = $1 and flag_name = 'f-4'", [orgId]);
+  clock += 1000;
+  t.equal(await round(), 0, 'neither is in what a round reads');
+  clock += FULL_READ_ROUNDS * 3_600_000;
+  t.equal(await round(), 2, 'the full read finds both: 2 looked at');
+  want.unused -= 1;
+  want.new += 1;
+  exact('f-4 has no usage any more: new');
   t.equal(await round(), 0, 'idle');
 });
