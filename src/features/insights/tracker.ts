@@ -23,9 +23,9 @@
  * registry says a write touched, and those a previous round had no budget left to record. It
  * walks every flag of an organization only when any of them may have changed: its first round, a
  * settings change, its snapshot loaded or replaced whole, or a status's `validUntil` passed
- * (`roundExpiry`). Each flag looked at gets its status (computed again only
- * when its flag, settings or usage changed or its validity ran out), and is recorded when that
- * differs from the recorded one (`settle`). An idle round therefore looks at no flag: its cost is
+ * (`roundExpiry`). Each flag looked at gets its status (computed again only when its flag,
+ * settings or usage changed or its validity ran out), and is recorded when that differs from the
+ * recorded one (`settle`). An idle round therefore looks at no flag: its cost is
  * two short reads and one line per organization (`stats.examined` counts the flags looked at).
  *
  * Recording a status is decided in the database, not from memory: in one transaction, the flag's
