@@ -6,8 +6,9 @@
  *
  * What it holds, per organization: the settings, each flag's usage folded over stages and
  * applications (first and last evaluation, last evaluation per variant, `status.ts` `Usage`), each
- * flag's computed status with the time it stays valid (`validUntil`), and the status last recorded
- * in `flag_lifecycle`.
+ * flag's computed status with the time it stays valid (`validUntil`), the flags counted by status
+ * (kept with the statuses, never counted by a walk), the status last recorded in `flag_lifecycle`,
+ * and the flags a round must look at (`dirty`, or `all`).
  *
  * A round (every VEXIL_INSIGHTS_STATUS_MS, 1 s by default, and soon after the counting half
  * flushes on this node) reads:
@@ -17,8 +18,15 @@
  *   sql/011), merged in (first evaluations only move earlier, last ones later); once in
  *   `FULL_READ_ROUNDS` rounds all rows, read afresh, so that a late report (a provider that was
  *   offline sends evaluations stamped in the past) or a row removed is caught up too;
- * then recomputes the statuses whose usage changed or whose `validUntil` passed, and records each
- * one that differs from the recorded one (`settle`).
+ * then looks at the flags that may have changed, and only those: the flags whose usage moved (in
+ * a full read: whose usage or recorded status differs from what was held), the flags the snapshot
+ * registry says a write touched, and those a previous round had no budget left to record. It
+ * walks every flag of an organization only when any of them may have changed: its first round, a
+ * settings change, its snapshot loaded or replaced whole, or a status's `validUntil` passed
+ * (`roundExpiry`). Each flag looked at gets its status (computed again only when its flag,
+ * settings or usage changed or its validity ran out), and is recorded when that differs from the
+ * recorded one (`settle`). An idle round therefore looks at no flag: its cost is
+ * two short reads and one line per organization (`stats.examined` counts the flags looked at).
  *
  * Recording a status is decided in the database, not from memory: in one transaction, the flag's
  * `flag_lifecycle` row is locked, its usage read again and its status computed from that; only if
@@ -28,7 +36,9 @@
  */
 import type { AuditActor, Flag, FlagStatus, StatusReason } from '../../domain/types.js';
 import { FLAG_STATUSES } from '../../domain/types.js';
+import type { OrgSnapshot } from '../../engine/index.js';
 import type { ActorRuntime } from '../../runtime.js';
+import type { Touches } from '../../snapshots/registry.js';
 import { insertEvent } from '../audit/store.js';
 import { outboxTransaction } from '../webhooks/outbox.js';
 import { DEFAULT_SETTINGS, normaliseSettings, settingsMs, type InsightsSettings, type SettingsMs } from './settings.js';
@@ -58,11 +68,16 @@ interface StatusEntry extends FlagStatusResult {
   settings: SettingsMs;
 }
 
+const noCounts = (): Record<FlagStatus, number> => Object.fromEntries(FLAG_STATUSES.map((s) => [s, 0])) as Record<FlagStatus, number>;
+
 class OrgLifecycle {
   settings: InsightsSettings = DEFAULT_SETTINGS;
   ms: SettingsMs = settingsMs(DEFAULT_SETTINGS);
   usage = new Map<string, MutableUsage>();
-  statuses = new Map<string, StatusEntry>();
+  /** Each flag's status; only `put` and `forget` change it, so that `counts` stays its tally. */
+  readonly statuses = new Map<string, StatusEntry>();
+  /** The entries of `statuses` by status (`vexil_flags{status}`). */
+  counts = noCounts();
   recorded = new Map<string, FlagStatus>();
   /**
    * Bumped whenever a status may have changed: a usage or settings change, a status computed
@@ -71,6 +86,38 @@ class OrgLifecycle {
   gen = 0;
   /** The soonest `validUntil` of the statuses held (a time bound of the filter key). */
   nextExpiry = Number.POSITIVE_INFINITY;
+  /**
+   * The soonest `validUntil` of the statuses held, for the rounds: a round at or past it walks
+   * every flag. Apart from `nextExpiry`, which a request's `filterKey` moves on.
+   */
+  roundExpiry = Number.POSITIVE_INFINITY;
+  /** Flags the next round looks at (usage moved, a write touched them, not recorded yet). */
+  dirty = new Set<string>();
+  /** The next round walks every flag. */
+  all = true;
+  /** The snapshot the last round walked (null: none yet, or the organization is gone). */
+  snap: OrgSnapshot | null = null;
+
+  put(name: string, e: StatusEntry): void {
+    const was = this.statuses.get(name);
+    if (was !== undefined) this.counts[was.status]--;
+    this.counts[e.status]++;
+    this.statuses.set(name, e);
+  }
+
+  forget(name: string): void {
+    const was = this.statuses.get(name);
+    if (was === undefined) return;
+    this.counts[was.status]--;
+    this.statuses.delete(name);
+  }
+
+  /** Every status forgotten: the next round computes them all again. */
+  clear(): void {
+    this.statuses.clear();
+    this.counts = noCounts();
+    this.all = true;
+  }
 }
 
 const emptyUsage = (): MutableUsage => ({ firstAt: null, lastAt: null, variantsLastAt: new Map() });
@@ -82,6 +129,12 @@ function merge(u: MutableUsage, r: store.UsageRow): boolean {
   const v = u.variantsLastAt.get(r.variant);
   if (v === undefined || r.lastAt > v) u.variantsLastAt.set(r.variant, r.lastAt), (changed = true);
   return changed;
+}
+
+function sameUsage(a: MutableUsage | undefined, b: MutableUsage): boolean {
+  if (a === undefined || a.firstAt !== b.firstAt || a.lastAt !== b.lastAt || a.variantsLastAt.size !== b.variantsLastAt.size) return false;
+  for (const [variant, at] of b.variantsLastAt) if (a.variantsLastAt.get(variant) !== at) return false;
+  return true;
 }
 
 export interface StatusCounts {
@@ -100,6 +153,13 @@ export class LifecycleTracker {
   private readonly intervalMs: number;
 
   private lastCounts = '';
+  private listening = false;
+
+  /**
+   * The last round's work: `examined`, the flags it looked at (0 when nothing changed; every flag
+   * of an organization when it walked it whole). Tests and `docs/insights.md` read it.
+   */
+  readonly stats = { examined: 0 };
 
   constructor(
     private readonly rt: ActorRuntime,
@@ -112,6 +172,10 @@ export class LifecycleTracker {
 
   /** The first round (awaited: statuses are known before the first request), then one per interval. */
   async start(): Promise<void> {
+    if (!this.listening) {
+      this.listening = true;
+      this.rt.snapshots.onChange((orgId, snap, touches) => this.snapshotChanged(orgId, snap, touches));
+    }
     await this.round();
     this.schedule();
   }
@@ -172,17 +236,9 @@ export class LifecycleTracker {
     // Usage.
     const rows = await store.readUsage(db, full ? null : this.lastRoundStart! - USAGE_MARGIN_MS);
     if (full) {
-      const recorded = await store.readRecorded(db);
-      for (const [orgId, o] of this.orgs) {
-        o.usage = new Map();
-        o.statuses.clear();
-        o.gen++;
-        o.recorded = recorded.get(orgId) ?? new Map();
-      }
-      for (const [orgId, m] of recorded) if (!this.orgs.has(orgId)) this.org(orgId).recorded = m;
+      this.replaceAll(rows, await store.readRecorded(db));
       this.lastFullRead = start;
-    }
-    this.noteUsage(rows);
+    } else this.noteUsage(rows);
     this.lastRoundStart = start;
     await this.settleAll();
     const counts = this.counts();
@@ -199,11 +255,42 @@ export class LifecycleTracker {
       const o = this.org(r.orgId);
       let u = o.usage.get(r.flag);
       if (u === undefined) o.usage.set(r.flag, (u = emptyUsage()));
-      if (merge(u, r)) {
-        o.statuses.delete(r.flag);
-        o.gen++;
-      }
+      if (merge(u, r)) this.usageChanged(o, r.flag);
     }
+  }
+
+  /**
+   * A full read: every usage row and recorded status, read afresh, replace what this node holds.
+   * Only the flags whose usage or recorded status differ from what it held are looked at (a late
+   * report, a row removed, a turn recorded by another node), not every flag.
+   */
+  private replaceAll(rows: Iterable<store.UsageRow>, recorded: Map<string, Map<string, FlagStatus>>): void {
+    const fresh = new Map<string, Map<string, MutableUsage>>();
+    for (const r of rows) {
+      let m = fresh.get(r.orgId);
+      if (m === undefined) fresh.set(r.orgId, (m = new Map()));
+      let u = m.get(r.flag);
+      if (u === undefined) m.set(r.flag, (u = emptyUsage()));
+      merge(u, r);
+    }
+    for (const orgId of new Set([...this.orgs.keys(), ...fresh.keys(), ...recorded.keys()])) {
+      const o = this.org(orgId);
+      const usage = fresh.get(orgId) ?? new Map<string, MutableUsage>();
+      for (const [name, u] of usage) if (!sameUsage(o.usage.get(name), u)) this.usageChanged(o, name);
+      for (const name of o.usage.keys()) if (!usage.has(name)) this.usageChanged(o, name);
+      o.usage = usage;
+      const rec = recorded.get(orgId) ?? new Map<string, FlagStatus>();
+      for (const [name, s] of rec) if (o.recorded.get(name) !== s) o.dirty.add(name);
+      for (const name of o.recorded.keys()) if (!rec.has(name)) o.dirty.add(name);
+      o.recorded = rec;
+    }
+  }
+
+  /** The flag's usage changed: its status is computed again, by the next round at the latest. */
+  private usageChanged(o: OrgLifecycle, name: string): void {
+    o.forget(name);
+    o.dirty.add(name);
+    o.gen++;
   }
 
   /** Settings read from the database or written on this node. */
@@ -212,8 +299,22 @@ export class LifecycleTracker {
     if (JSON.stringify(s) === JSON.stringify(o.settings)) return;
     o.settings = s;
     o.ms = settingsMs(s);
-    o.statuses.clear();
+    o.clear();
     o.gen++;
+  }
+
+  /**
+   * The snapshot registry applied an update (registry.ts `SnapshotListener`): the flag a write
+   * touched is looked at next round; a whole load, or the organization gone, walks every flag.
+   * Segments and the organization's row do not change a status.
+   */
+  private snapshotChanged(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
+    const o = this.org(orgId);
+    if (snap === null) {
+      o.clear();
+      o.snap = null;
+    } else if (touches === 'all') o.all = true;
+    else if (typeof touches === 'object' && 'flag' in touches) o.dirty.add(touches.flag);
   }
 
   /**
@@ -244,7 +345,8 @@ export class LifecycleTracker {
     const entry: StatusEntry = { ...r, flag, settings: o.ms };
     if (e === undefined || e.status !== entry.status) o.gen++;
     if (entry.validUntil < o.nextExpiry) o.nextExpiry = entry.validUntil;
-    o.statuses.set(flag.name, entry);
+    if (entry.validUntil < o.roundExpiry) o.roundExpiry = entry.validUntil;
+    o.put(flag.name, entry);
     return entry;
   }
 
@@ -277,38 +379,75 @@ export class LifecycleTracker {
     return `${status}\n${o.gen}`;
   }
 
-  /** Flags by status in each loaded organization (`vexil_flags{status}`). */
+  /**
+   * Flags by status in each loaded organization (`vexil_flags{status}`), as its last walk left
+   * them: kept with the statuses (`OrgLifecycle.put`, `forget`), never counted by a walk.
+   */
   counts(): StatusCounts[] {
     const out: StatusCounts[] = [];
-    const now = this.rt.now();
     for (const orgId of this.rt.snapshots.loadedOrgIds()) {
       const snap = this.rt.snapshots.peek(orgId);
-      if (snap === undefined || snap === null) continue;
-      const counts = Object.fromEntries(FLAG_STATUSES.map((s) => [s, 0])) as Record<FlagStatus, number>;
-      for (const c of snap.flags.values()) counts[this.statusOf(orgId, c.flag, now).status]++;
-      out.push({ orgName: snap.org.name, counts });
+      const o = this.orgs.get(orgId);
+      if (snap === undefined || snap === null || o === undefined || o.snap === null) continue; // not walked yet
+      out.push({ orgName: snap.org.name, counts: { ...o.counts } });
     }
     return out;
   }
 
-  /** Records every status that differs from the recorded one (at most SETTLE_PER_ROUND a round). */
+  /**
+   * Looks at each organization's flags that may have changed (every flag when `all`, or when a
+   * status's validity ran out), and records each status that differs from the recorded one, at
+   * most SETTLE_PER_ROUND a round: the rest stay for the next round. Flags gone from the snapshot
+   * are forgotten.
+   */
   private async settleAll(): Promise<void> {
     const now = this.rt.now();
     let budget = SETTLE_PER_ROUND;
+    let examined = 0;
     for (const orgId of this.rt.snapshots.loadedOrgIds()) {
       const snap = this.rt.snapshots.peek(orgId);
       if (snap === undefined || snap === null) continue;
       const o = this.org(orgId);
-      // Flags gone from the snapshot: forget them.
-      if (o.statuses.size > snap.flags.size) for (const name of o.statuses.keys()) if (!snap.flags.has(name)) o.statuses.delete(name);
-      for (const c of snap.flags.values()) {
-        const s = this.statusOf(orgId, c.flag, now).status;
-        if (s === (o.recorded.get(c.flag.name) ?? 'new')) continue;
-        if (budget-- <= 0) return;
-        if (this.stopped) return;
+      const all = o.all || o.snap !== snap || now >= o.roundExpiry;
+      // What changes while this walk waits for the database goes to the next round's set.
+      const dirty = o.dirty;
+      o.dirty = new Set();
+      o.all = false;
+      o.snap = snap;
+      if (all) {
+        for (const name of o.statuses.keys()) if (!snap.flags.has(name)) this.gone(o, name);
+        // Lowered again below by every status held, so the soonest one that runs out.
+        o.roundExpiry = Number.POSITIVE_INFINITY;
+      }
+      for (const name of all ? snap.flags.keys() : dirty) {
+        examined++;
+        const c = snap.flags.get(name);
+        if (c === undefined) {
+          this.gone(o, name);
+          continue;
+        }
+        const e = this.statusOf(orgId, c.flag, now);
+        if (e.validUntil < o.roundExpiry) o.roundExpiry = e.validUntil;
+        if (e.status === (o.recorded.get(name) ?? 'new')) continue;
+        if (budget <= 0 || this.stopped) {
+          o.dirty.add(name);
+          continue;
+        }
+        budget--;
         await this.settle(orgId, c.flag);
+        // settle read the flag's usage afresh: its status again, from that. Still not what is
+        // recorded (the flag deleted meanwhile, a bound crossed since): the next round again.
+        const after = this.statusOf(orgId, c.flag);
+        if (after.status !== (o.recorded.get(name) ?? 'new')) o.dirty.add(name);
       }
     }
+    this.stats.examined = examined;
+  }
+
+  /** A flag no longer in the snapshot: its status, and its recorded one (its row is deleted with it). */
+  private gone(o: OrgLifecycle, name: string): void {
+    o.forget(name);
+    o.recorded.delete(name);
   }
 
   /** Decides and records the flag's status in one transaction (see the file's comment). */
@@ -324,7 +463,7 @@ export class LifecycleTracker {
       for (const r of rows) merge(u, r);
       if (rows.length > 0) o.usage.set(flag.name, u);
       else o.usage.delete(flag.name);
-      o.statuses.delete(flag.name);
+      o.forget(flag.name);
       const fresh = flagStatus({
         createdAt: Date.parse(flag.createdAt),
         lifetimeMs: o.ms.lifetimes[flag.purpose ?? 'release'],
