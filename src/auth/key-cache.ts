@@ -7,8 +7,10 @@
  *
  * Known keys and unknown hashes are bounded separately (`maxEntries` each, oldest first), so a
  * flood of random keys only ever evicts other unknown hashes, never a real key. (Plain Maps with
- * insertion order and a coarse clock: bench/key-cache.ts measures them against lru-cache on the
- * hot path; with `Date.now()` per peek lru-cache, whose clock is coarse, was twice as fast.)
+ * insertion order: bench/key-cache.ts measures them against lru-cache on the hot path.) Expiry is
+ * checked with `Date.now()` on each peek: the evaluation that follows reads it anyway, and the
+ * coarse clock used before (a cached value cleared by a timer armed each millisecond it was read)
+ * cost more under load than the read it saved (docs/benchmarks.md, "REST against the bare endpoint").
  *
  * While the database is unreachable, an expired entry is used rather than refusing every request
  * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
@@ -22,7 +24,6 @@
  */
 import { VexilError } from '../domain/errors.js';
 import type { ManagementKey } from '../domain/types.js';
-import { coarseClock } from '../util/clock.js';
 
 /** Reads a key by the hash of its value from the source of truth (node.ts: the keys store). */
 export type KeyLoader = (hash: string) => Promise<ManagementKey | null>;
@@ -68,7 +69,6 @@ export class KeyCache {
 
   private readonly ttlMs: number;
   private readonly staleMaxMs: number;
-  /** Expiry checks on the hot path use a coarse clock (src/util/clock.ts). */
   private readonly now: () => number;
   private readonly maxEntries: number;
   private readonly maxUnknown: number;
@@ -80,7 +80,7 @@ export class KeyCache {
   ) {
     this.ttlMs = opts.ttlMs;
     this.staleMaxMs = opts.staleMaxMs ?? 300_000;
-    this.now = opts.now ?? coarseClock();
+    this.now = opts.now ?? Date.now;
     this.maxEntries = opts.maxEntries ?? 100_000;
     this.maxUnknown = opts.maxUnknown ?? this.maxEntries;
     this.loadById =

@@ -12,7 +12,6 @@
  * revoked a key, on whatever thread, no longer finds it.
  */
 import type { ManagementKey } from '../domain/types.js';
-import { coarseClock } from '../util/clock.js';
 
 /**
  * Thrown by what a front thread cannot decide itself (an unknown key, the failed-authentication
@@ -38,7 +37,7 @@ export class KeyMirror {
     private readonly drain: () => void,
     /** How long a key is served before the main thread is asked again (VEXIL_KEY_CACHE_TTL_MS). */
     private readonly ttlMs: number,
-    private readonly now: () => number = coarseClock(),
+    private readonly now: () => number = Date.now,
   ) {
     this.seen = Atomics.load(epoch, 0);
   }

@@ -326,7 +326,9 @@ export const tooLargeError = () => new VexilError('PAYLOAD_TOO_LARGE', `Request 
  * scan.
  */
 export class BodyReader {
-  private chunks: Buffer[] = [];
+  /** The kept chunks; most bodies are one chunk, held in `first` without an array. */
+  private first: Buffer | null = null;
+  private more: Buffer[] | null = null;
   private size = 0;
   private readonly scanner: JsonDepthScanner | null;
 
@@ -343,17 +345,19 @@ export class BodyReader {
     if (this.size > MAX_BODY_BYTES) return false;
     const sc = this.scanner;
     if (sc !== null && (sc.tooDeep || sc.feed(chunk))) {
-      this.chunks.length = 0;
+      this.first = this.more = null;
       return true;
     }
-    this.chunks.push(copy ? Buffer.copyBytesFrom(chunk) : (chunk as Buffer));
+    const kept = copy ? Buffer.copyBytesFrom(chunk) : (chunk as Buffer);
+    if (this.first === null) this.first = kept;
+    else (this.more ??= []).push(kept);
     return true;
   }
 
   /** Puts the body (and the scan's verdict) into `inc`. */
   finish(inc: Incoming): void {
-    const c = this.chunks;
-    inc.body = c.length === 0 ? EMPTY_BODY : c.length === 1 ? c[0] : Buffer.concat(c);
+    const first = this.first;
+    inc.body = first === null ? EMPTY_BODY : this.more === null ? first : Buffer.concat([first, ...this.more]);
     inc.bodyTooDeep = this.scanner === null ? null : this.scanner.tooDeep;
   }
 }

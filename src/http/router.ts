@@ -27,6 +27,16 @@ export interface Route {
   maxBodyDepth?: number;
   /** Cross-origin access (cors.ts): the answers carry CORS headers, and `OPTIONS` is its preflight. */
   cors?: CorsPolicy;
+  /**
+   * The evaluation routes' hot-path contract (docs/benchmarks.md, "REST against the bare endpoint"):
+   * the handler reads neither `Incoming.path` nor `Incoming.operatorToken`, and reads
+   * `Incoming.body` from `inc` where it uses it, never keeping it in a variable across an await.
+   * The uWS front then leaves path and token '' (two calls into uWS fewer per request), and lends
+   * the handler the body's last chunk as uWS received it, copying it into `inc.body` only when the
+   * handler has not answered by the time the chunk's callback returns. A relayed request
+   * (threads/relay.ts) carries path and token as ''; the node:http front fills them all the same.
+   */
+  lean?: boolean;
 }
 
 export const HTTP_NAME: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' };

@@ -84,7 +84,7 @@ class UwsWriter implements ResponseWriter {
       res.writeHeader('x-request-id', this.requestId);
       for (const h in headers) res.writeHeader(h, headers[h]);
     });
-    res.onWritable(this.onWritable);
+    res.onWritable((offset) => this.onWritable(offset));
     try {
       for (let piece = await source.next(); piece !== null && !this.aborted; piece = await source.next()) {
         if (!(await this.tryEnd(piece, total))) break;
@@ -112,8 +112,11 @@ class UwsWriter implements ResponseWriter {
     });
   }
 
-  /** The socket drained: the rest of the blocked piece (uWS keeps one writable handler per response, so there is one). */
-  private readonly onWritable = (offset: number): boolean => {
+  /**
+   * The socket drained: the rest of the blocked piece (uWS keeps one writable handler per response,
+   * so there is one). A method, bound only by `pipe`: most answers are never piped.
+   */
+  private onWritable(offset: number): boolean {
     const b = this.blocked;
     if (b === null) return true;
     let ok = false;
@@ -126,7 +129,7 @@ class UwsWriter implements ResponseWriter {
       b.resolve(true);
     }
     return ok;
-  };
+  }
 
   open(status: number, headers: Record<string, string> | undefined): StreamSink {
     const res = this.res;
@@ -170,14 +173,16 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
   const method = HTTP_NAME[route.method];
   const readBody = HAS_BODY[route.method];
   const extra = capturedHeaders(route);
+  const lean = route.lean === true;
 
   return (res: HttpResponse, req: HttpRequest): void => {
     ctx.begin();
     const w = new UwsWriter(res, ctx, ctx.requestId(req.getHeader('x-request-id')));
     let inc: Incoming;
     try {
-      const values: string[] = [];
-      for (let i = 0; i < params; i++) values.push(decodeParam(req.getParameter(i) ?? ''));
+      // Sized up front: an empty array grown by push takes room for 17.
+      const values = new Array<string>(params);
+      for (let i = 0; i < params; i++) values[i] = decodeParam(req.getParameter(i) ?? '');
       let headers = NO_HEADERS;
       if (extra.length > 0) {
         headers = {};
@@ -185,11 +190,11 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
       }
       inc = {
         method,
-        path: req.getUrl(),
+        path: lean ? '' : req.getUrl(),
         query: req.getQuery() ?? '',
         params: values,
         managementKey: req.getHeader('x-management-key'),
-        operatorToken: req.getHeader('x-operator-token'),
+        operatorToken: lean ? '' : req.getHeader('x-operator-token'),
         contentType: req.getHeader('content-type'),
         body: EMPTY_BODY,
         bodyTooDeep: null,
@@ -201,9 +206,14 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
       return;
     }
 
+    // No body: a method without one, or neither a length nor chunked encoding (transfer-encoding is
+    // asked for only then: a body with a length is read whatever it says).
+    if (!readBody) {
+      runExchange(ctx, route, inc, w);
+      return;
+    }
     const length = req.getHeader('content-length');
-    const chunked = req.getHeader('transfer-encoding') !== '';
-    if (!readBody || (!chunked && (length === '' || length === '0'))) {
+    if ((length === '' || length === '0') && req.getHeader('transfer-encoding') === '') {
       runExchange(ctx, route, inc, w);
       return;
     }
@@ -220,8 +230,11 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
     let bodyDone: (() => void) | null = null;
     res.onData((chunk, isLast) => {
       if (reader === null) return;
-      // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps.
-      if (!reader.push(new Uint8Array(chunk), true)) {
+      // uWS reuses the chunk's memory after this callback returns: the reader copies what it keeps,
+      // except a lean route's last chunk, lent (below).
+      const bytes = Buffer.from(chunk);
+      const lent = lean && isLast;
+      if (!reader.push(bytes, !lent)) {
         reader = null;
         bodyDone?.();
         tooLarge(ctx, w, route);
@@ -233,6 +246,10 @@ function handlerFor(ctx: ExchangeContext, route: Route, bodies: BodyDeadlines) {
         bodyDone?.();
         w.bodyPending = false;
         runExchange(ctx, route, inc, w);
+        // A lean handler reads `inc.body` where it needs it (Route.lean): one that answered already
+        // needed no copy (the usual evaluation, answered in this call); one still running (a key
+        // being looked up) gets the bytes copied before uWS takes its memory back.
+        if (lent && inc.body === bytes && !w.aborted) inc.body = Buffer.copyBytesFrom(bytes);
       } else if (bodyDone === null) {
         w.bodyDeadline = bodyDone = bodies.start(() => {
           reader = null;

@@ -85,7 +85,7 @@ export function ofrepSingleRoute(rt: FrontRuntime): Route {
   const maxBodyDepth = rt.config.contextLimits.maxDepth + 1;
   // Browser applications on other origins (VEXIL_CORS_ORIGINS; none by default).
   const cors = new CorsPolicy(rt.config.corsOrigins);
-  return { method: 'post', pattern: '/ofrep/v1/evaluate/flags/:key', handler: withKey(rt, single), onError: ofrepError, headers: KEY_HEADERS, maxBodyDepth, cors };
+  return { method: 'post', pattern: '/ofrep/v1/evaluate/flags/:key', handler: withKey(rt, single), onError: ofrepError, headers: KEY_HEADERS, maxBodyDepth, cors, lean: true };
 }
 
 export function ofrepRoutes(rt: FrontRuntime): Route[] {
@@ -122,7 +122,7 @@ export function ofrepRoutes(rt: FrontRuntime): Route[] {
   const { maxBodyDepth, cors } = single;
   return [
     single,
-    { method: 'post', pattern: '/ofrep/v1/evaluate/flags', handler: withKey(rt, bulk), onError: ofrepError, headers: BULK_HEADERS, maxBodyDepth, cors },
+    { method: 'post', pattern: '/ofrep/v1/evaluate/flags', handler: withKey(rt, bulk), onError: ofrepError, headers: BULK_HEADERS, maxBodyDepth, cors, lean: true },
     { method: 'get', pattern: EVENTS_PATH, handler: events, onError: ofrepError, cors },
   ];
 }

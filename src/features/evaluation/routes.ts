@@ -32,6 +32,7 @@ export function evaluationRoutes(rt: FrontRuntime): Route[] {
     {
       method: 'post',
       pattern: '/flags/:name',
+      lean: true,
       // The body object is one level above its context: anything deeper cannot pass, and is refused
       // by the exchange (jsonObjectBody) before JSON.parse spends time building it (docs/limits.md).
       maxBodyDepth: rt.config.contextLimits.maxDepth + 1,

@@ -29,6 +29,25 @@ function testRoutes(holds: Hold[], streams: StreamSink[]): () => Route[] {
       }),
     },
     { method: 'post', pattern: '/t/echo/:a/:b', handler: (inc) => ({ status: 200, body: { size: inc.body.length, method: inc.method } }) },
+    {
+      // A lean handler still running when its body's callback returns: it reads inc.body later.
+      method: 'post',
+      pattern: '/t/lean-later',
+      lean: true,
+      handler: async (inc) => {
+        await new Promise((r) => setTimeout(r, 30));
+        return { status: 200, body: { body: inc.body.toString() } };
+      },
+    },
+    {
+      method: 'post',
+      pattern: '/t/lean/:a',
+      lean: true,
+      handler: (inc) => ({
+        status: 200,
+        body: { path: inc.path, token: inc.operatorToken, query: inc.query, params: inc.params, key: inc.managementKey, type: inc.contentType, body: inc.body.toString() },
+      }),
+    },
     { method: 'del', pattern: '/t/empty', handler: () => ({ status: 204 }) },
     { method: 'get', pattern: '/t/unchanged', handler: () => ({ status: 304, headers: { etag: '"v1"' } }) },
     { method: 'get', pattern: '/t/files/*', handler: (inc) => ({ status: 200, raw: Buffer.from(`file ${inc.path}`), headers: { 'content-type': 'text/plain' } }) },
@@ -82,6 +101,17 @@ for (const front of ['uws', 'node'] as const) {
       const file = await n.req('GET', '/t/files/a/b.txt');
       t.equal(file.text, 'file /t/files/a/b.txt', 'a wildcard route sees the whole path');
       t.equal(file.headers.get('content-type'), 'text/plain', 'its content type');
+    });
+
+    t.test('a lean route (Route.lean) gets everything but the path and the operator token, which only the uws front leaves empty', async (t) => {
+      const r = await n.req('POST', '/t/lean/a%20b?explain=1', { headers: { 'x-operator-token': 'secret' }, key: 'k', body: { x: 1 } });
+      t.equal(r.status, 200);
+      const skipped = front === 'uws' ? { path: '', token: '' } : { path: '/t/lean/a%20b', token: 'secret' };
+      t.same(r.body, { ...skipped, query: 'explain=1', params: ['a b'], key: 'k', type: 'application/json', body: '{"x":1}' });
+      // Bodies lent by uWS (Route.lean) to handlers that answer later are theirs, whatever arrives meanwhile.
+      const bodies = Array.from({ length: 8 }, (_, i) => ({ n: i, pad: String(i).repeat(10 + i * 50) }));
+      const later = await Promise.all(bodies.map((b) => n.req('POST', '/t/lean-later', { body: b })));
+      t.same(later.map((x) => x.body.body), bodies.map((b) => JSON.stringify(b)), 'each later handler reads its own body');
     });
 
     t.test('404 for unknown paths, 405 with Allow for other methods', async (t) => {
