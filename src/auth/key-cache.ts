@@ -12,6 +12,14 @@
  * coarse clock used before (a cached value cleared by a timer armed each millisecond it was read)
  * cost more under load than the read it saved (docs/benchmarks.md, "REST against the bare endpoint").
  *
+ * An entry in use is re-read when it expires, without making requests wait for the re-read: the
+ * request that finds it expired starts the re-read (one per hash) and is served the entry, as is
+ * every request until the re-read answers, for at most `REFRESH_GRACE_MS` (10 s, and never more than
+ * VEXIL_KEY_STALE_MAX_MS) past its lifetime. A request therefore never waits for the database (or a
+ * management actor busy with an admin's work) because a key it uses every second reached the end of
+ * its cache lifetime; what the re-read finds (disabled, rotated, deleted) applies from its answer on.
+ * `fresh` never answers with an expired entry (what a front thread is taught, key-mirror.ts).
+ *
  * While the database is unreachable, an expired entry is used rather than refusing every request
  * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
  * (VEXIL_KEY_STALE_MAX_MS, docs/limits.md); after that the lookup fails with the database's 503.
@@ -55,6 +63,9 @@ interface Entry {
   expiresMs: number;
 }
 
+/** How long past its lifetime an entry is served while its re-read runs (capped by VEXIL_KEY_STALE_MAX_MS). */
+export const REFRESH_GRACE_MS = 10_000;
+
 export class KeyCache {
   /** Known keys (valid or disabled) by hash. */
   private readonly byHash = new Map<string, Entry>();
@@ -69,6 +80,7 @@ export class KeyCache {
 
   private readonly ttlMs: number;
   private readonly staleMaxMs: number;
+  private readonly refreshGraceMs: number;
   private readonly now: () => number;
   private readonly maxEntries: number;
   private readonly maxUnknown: number;
@@ -80,6 +92,7 @@ export class KeyCache {
   ) {
     this.ttlMs = opts.ttlMs;
     this.staleMaxMs = opts.staleMaxMs ?? 300_000;
+    this.refreshGraceMs = Math.min(REFRESH_GRACE_MS, this.staleMaxMs);
     this.now = opts.now ?? Date.now;
     this.maxEntries = opts.maxEntries ?? 100_000;
     this.maxUnknown = opts.maxUnknown ?? this.maxEntries;
@@ -88,12 +101,28 @@ export class KeyCache {
       (() => Promise.reject(new VexilError('INTERNAL', 'This key cache was built without a loader by key id')));
   }
 
-  /** The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked. */
+  /**
+   * The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked.
+   * A key just past its lifetime is still answered while its re-read runs (started here; see the
+   * file's comment).
+   */
   peek(hash: string): ManagementKey | null | undefined {
     const e = this.byHash.get(hash);
-    if (e !== undefined) return e.expiresMs <= this.now() ? undefined : e.key;
+    if (e !== undefined) {
+      const now = this.now();
+      if (e.expiresMs > now) return e.key;
+      if (now >= e.expiresMs + this.refreshGraceMs) return undefined;
+      if (!this.inflight.has(hash)) this.fetch(hash).catch(() => {}); // its own failure is the next lookup's
+      return e.key;
+    }
     const u = this.unknown.get(hash);
     return u === undefined || u <= this.now() ? undefined : null;
+  }
+
+  /** The cached key within its lifetime, never an expired one; no I/O. */
+  fresh(hash: string): ManagementKey | undefined {
+    const e = this.byHash.get(hash);
+    return e !== undefined && e.expiresMs > this.now() ? e.key : undefined;
   }
 
   /**
@@ -112,6 +141,11 @@ export class KeyCache {
   async lookup(hash: string): Promise<ManagementKey | null> {
     const cached = this.peek(hash);
     if (cached !== undefined) return cached;
+    return this.fetch(hash);
+  }
+
+  /** Reads the key from the source of truth (one query per hash at a time) and caches the answer. */
+  private fetch(hash: string): Promise<ManagementKey | null> {
     let p = this.inflight.get(hash);
     if (p === undefined) {
       // The query may have read the row before a disable, rotation or deletion committed; when an
@@ -205,6 +239,9 @@ export class KeyCache {
     if (this.ttlMs === 0) return;
     const expiresMs = this.now() + this.ttlMs;
     if (key === null) {
+      // Gone from the database (deleted, or rotated away): a record held for it goes too.
+      const held = this.byHash.get(hash);
+      if (held !== undefined) this.drop(hash, held);
       this.unknown.delete(hash); // re-insert at the end: Map order is age order
       if (this.unknown.size >= this.maxUnknown) this.unknown.delete(this.unknown.keys().next().value as string);
       this.unknown.set(hash, expiresMs);

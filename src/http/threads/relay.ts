@@ -80,9 +80,11 @@ export class RelayServer {
       return;
     }
     const { reply: out, body } = serialiseReply(reply, this.ctx.maxAnswerBytes, route);
-    // The key this request authenticated with, for the thread to serve from now on (key-mirror.ts).
-    const key = keyHash === '' ? undefined : this.keys.peek(keyHash);
-    const learned = key !== undefined && key !== null && !key.disabled ? { hash: keyHash, key } : undefined;
+    // The key this request authenticated with, for the thread to serve from now on (key-mirror.ts):
+    // only within its lifetime here, so that a record served while its re-read runs is not taught
+    // to a thread for a lifetime of its own (key-cache.ts).
+    const key = keyHash === '' ? undefined : this.keys.fresh(keyHash);
+    const learned = key !== undefined && !key.disabled ? { hash: keyHash, key } : undefined;
     this.post({ t: 'reply', id, status: out.status, headers: out.headers, body, learned });
   }
 

@@ -1,6 +1,6 @@
 /** The 60-second key cache (docs/api.md, "Keys") with an injected clock and a counting fake database. */
 import t from 'tap';
-import { KeyCache } from '../../../src/auth/key-cache.js';
+import { KeyCache, REFRESH_GRACE_MS } from '../../../src/auth/key-cache.js';
 import { VexilError } from '../../../src/domain/errors.js';
 import { findKeyByHash } from '../../../src/features/keys/store.js';
 import type { Queryable } from '../../../src/storage/database.js';
@@ -56,6 +56,9 @@ function fakeDb() {
   };
 }
 
+/** Lets a re-read started in the background answer (the fake database answers within a turn). */
+const settle = () => new Promise((r) => setImmediate(r));
+
 function cache(ttlMs = 60_000, maxEntries?: number, staleMaxMs?: number) {
   const f = fakeDb();
   const clock = { ms: 0 };
@@ -78,8 +81,57 @@ t.test('a looked-up key is served from memory for the TTL, then looked up again'
   f.rows.set('h1', f.row('k1', { disabled: true }));
   t.equal((await c.lookup('h1'))?.disabled, false, 'the stale record is served until the TTL');
   clock.ms = 60_000;
-  t.equal(c.peek('h1'), undefined, 'expired at 60 s');
-  t.equal((await c.lookup('h1'))?.disabled, true, 'the fresh record after expiry');
+  t.equal(c.fresh('h1'), undefined, 'expired at 60 s: fresh() no longer answers it');
+  t.equal(c.peek('h1'), k, 'the first request past the lifetime is still served the record…');
+  t.equal(f.count(), 2, '…and starts its re-read');
+  t.equal((await c.lookup('h1'))?.disabled, false, 'served while the re-read runs');
+  t.equal(f.count(), 2, 'one re-read, not one per request');
+  await settle();
+  t.equal(c.peek('h1')?.disabled, true, 'from the re-read\'s answer on, what it found');
+  t.equal((await c.lookup('h1'))?.disabled, true);
+  t.equal(f.count(), 2);
+});
+
+
+t.test('an expired key is served only while its re-read runs, and at most REFRESH_GRACE_MS past its lifetime', async (t) => {
+  const { f, c, clock } = cache();
+  f.rows.set('h1', f.row('k1'));
+  await c.lookup('h1');
+  // Deleted behind the cache's back (bus down): the re-read finds nothing and the record goes.
+  f.rows.delete('h1');
+  clock.ms = 60_000;
+  t.equal(c.peek('h1')?.id, 'k1', 'served while the re-read runs');
+  await settle();
+  t.equal(c.peek('h1'), null, 'the re-read found no key: unknown from then on');
+  t.notOk(c.known('h1'), 'and no record of it is held');
+
+  // A re-read held back (the actor busy, a slow database): served until it answers…
+  const other = cache();
+  other.f.rows.set('h2', other.f.row('k2'));
+  await other.c.lookup('h2');
+  other.f.rows.set('h2', other.f.row('k2', { disabled: true }));
+  const release = other.f.hold();
+  other.clock.ms = 60_000;
+  t.equal(other.c.peek('h2')?.disabled, false, 'served while the held re-read runs');
+  other.clock.ms = 60_000 + REFRESH_GRACE_MS - 1;
+  t.equal(other.c.peek('h2')?.disabled, false, 'up to the grace');
+  // …but never past lifetime + REFRESH_GRACE_MS: then requests wait for the database again.
+  other.clock.ms = 60_000 + REFRESH_GRACE_MS;
+  t.equal(other.c.peek('h2'), undefined, 'past the grace, peek answers nothing');
+  const waiting = other.c.lookup('h2');
+  release();
+  t.equal((await waiting)?.disabled, true, 'and the lookup waits for the re-read');
+  t.equal(other.f.count(), 2, 'the re-read in flight was joined, not repeated');
+});
+
+t.test('an entry not used past its lifetime is not re-read: the next request waits for the database', async (t) => {
+  const { f, c, clock } = cache();
+  f.rows.set('h1', f.row('k1'));
+  await c.lookup('h1');
+  clock.ms = 60_000 + REFRESH_GRACE_MS;
+  t.equal(c.peek('h1'), undefined);
+  t.equal(f.count(), 1, 'peek past the grace starts nothing');
+  t.equal((await c.lookup('h1'))?.id, 'k1');
   t.equal(f.count(), 2);
 });
 
