@@ -309,6 +309,8 @@ function applyDelta(current: OrgSnapshot, held: number, delta: OrgDelta, announc
       const got = delta.flags.get(t.flag);
       // putFlag keeps the snapshot's list maxima (GraphQL result estimate) an upper bound; a
       // deletion may leave them above the truth, which an upper bound allows.
+      // A written flag gets the new object read (never a change in place): the flag list keeps
+      // each flag's JSON by its object (features/flags/list-body.ts).
       if (got === undefined) current.flags.delete(t.flag);
       else putFlag(current, compileFlag(got.flag, got.configs));
       flagChanged(current, t.flag); // the flag list's index, in the same tick (flag-index.ts)

@@ -4,7 +4,8 @@
  * then costs one copy per fetch instead of walking and serialising 100,000 flags each time, which
  * took the management actor about 0.4 s of CPU and its garbage collection helpers more
  * (docs/benchmarks.md, "Large organizations"). Any write gives the organization a new version, so
- * an entry never answers for data it was not made from.
+ * an entry never answers for data it was not made from; the list after a write is assembled from
+ * each flag's kept JSON instead (list-body.ts).
  *
  * One entry (the memory of one answer, at most VEXIL_MAX_ANSWER_BYTES), and only answers over
  * `minBytes`: a page is cheap to make again.

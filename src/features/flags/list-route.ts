@@ -11,7 +11,8 @@ import { requirePermission } from '../../auth/permissions.js';
 import type { Incoming, Reply } from '../../http/handler.js';
 import { queryObject } from '../../http/query.js';
 import type { ActorRuntime } from '../../runtime.js';
-import { AnswerTooLargeError, boundedJson } from '../../util/bounded-json.js';
+import { AnswerTooLargeError } from '../../util/bounded-json.js';
+import { flagListBody } from './list-body.js';
 import { LargeListCache, listCacheKey } from './list-cache.js';
 import { listFlagPage } from './service.js';
 
@@ -43,15 +44,15 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
   if (page.hasMore && params.limit !== undefined && page.flags.length > 0) {
     headers.link = `<${nextPageUrl(rt, host, params, page.flags[page.flags.length - 1].name)}>; rel="next"`;
   }
-  // Serialised here rather than by the exchange, so that a large list can be kept as it is sent.
-  let body: string | Buffer | undefined;
+  // Serialised here rather than by the exchange, from each flag's kept JSON (list-body.ts: after a
+  // one-flag write only that flag is serialised again), so that a large list can be kept as it is sent.
+  let raw: Buffer;
   try {
-    body = boundedJson(page.flags, rt.config.maxAnswerBytes);
+    raw = flagListBody(page.flags, rt.config.maxAnswerBytes);
   } catch (err) {
     if (err instanceof AnswerTooLargeError) return { status: 200, body: page.flags, headers }; // the exchange's 400
     throw err;
   }
-  const raw = typeof body === 'string' ? Buffer.from(body) : body!;
   if (cacheable) largeLists.offer(key, { headers, body: raw });
   return { status: 200, raw, headers };
 }

@@ -1,0 +1,135 @@
+/**
+ * The flag list's body from kept per-flag JSON (src/features/flags/list-body.ts): byte for byte
+ * JSON.stringify's text and boundedJson's (property-tested with fast-check), a flag's JSON kept
+ * per Flag object (a new object is serialised again, an unchanged one is not), and the answer
+ * bound refused at exactly the sizes boundedJson refuses, stopping there.
+ */
+import fc from 'fast-check';
+import t from 'tap';
+import type { Flag } from '../../../src/domain/types.js';
+import { flagJson, flagListBody } from '../../../src/features/flags/list-body.js';
+import { AnswerTooLargeError, boundedJson } from '../../../src/util/bounded-json.js';
+
+const BIG = 1 << 30;
+
+/** Strings with multi-byte characters, quotes, control characters and lone surrogates. */
+const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), fc.string({ maxLength: 20 }));
+
+const flag: fc.Arbitrary<Flag> = fc.record(
+  {
+    name: text,
+    project: text,
+    type: fc.constantFrom('boolean', 'string', 'number', 'json'),
+    description: fc.option(text),
+    tags: fc.array(text, { maxLength: 4 }),
+    isArchived: fc.boolean(),
+    variants: fc.array(fc.record({ key: text, value: fc.jsonValue({ maxDepth: 2 }), valueType: fc.constantFrom('boolean', 'string', 'number', 'json') }), { maxLength: 3 }),
+    environments: fc.array(text, { maxLength: 3 }),
+    dependencies: fc.array(fc.record({ flag: text, variants: fc.option(fc.array(text, { maxLength: 2 })) }), { maxLength: 2 }),
+    purpose: fc.constantFrom('release', 'experiment', 'operational', 'permission', undefined),
+    createdAt: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+    updatedAt: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  },
+  { requiredKeys: ['name', 'project', 'type', 'description', 'tags', 'isArchived', 'variants', 'environments', 'dependencies', 'createdAt', 'updatedAt'] },
+) as fc.Arbitrary<Flag>;
+
+/** boundedJson's answer, as bytes, or the error's class. */
+function bounded(v: unknown, max: number): Buffer | string {
+  try {
+    const s = boundedJson(v, max)!;
+    return typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
+  } catch (err) {
+    return (err as Error).constructor.name;
+  }
+}
+
+function assembled(flags: Flag[], max: number): Buffer | string {
+  try {
+    return flagListBody(flags, max);
+  } catch (err) {
+    return (err as Error).constructor.name;
+  }
+}
+
+const same = (a: Buffer | string, b: Buffer | string): boolean => (Buffer.isBuffer(a) && Buffer.isBuffer(b) ? a.equals(b) : a === b);
+
+t.test('the same bytes as JSON.stringify and boundedJson', async (t) => {
+  fc.assert(
+    fc.property(fc.array(flag, { maxLength: 12 }), (flags) => {
+      const body = flagListBody(flags, BIG);
+      return body.equals(Buffer.from(JSON.stringify(flags), 'utf8')) && same(body, bounded(flags, BIG));
+    }),
+    { numRuns: 2000 },
+  );
+  // The same flags again: from the kept fragments, still the same bytes (and in another order).
+  fc.assert(
+    fc.property(fc.array(flag, { minLength: 1, maxLength: 8 }), (flags) => {
+      flagListBody(flags, BIG);
+      const reordered = [...flags].reverse().concat(flags.slice(0, 1));
+      return flagListBody(reordered, BIG).equals(Buffer.from(JSON.stringify(reordered), 'utf8'));
+    }),
+    { numRuns: 500 },
+  );
+  t.equal(flagListBody([], BIG).toString(), '[]', 'no flags: []');
+});
+
+t.test('a flag changed is a new object and serialised again; an unchanged one is reused', async (t) => {
+  const [a, b] = fc.sample(flag, { numRuns: 2, seed: 7 });
+  const first = flagJson(a);
+  t.equal(flagJson(a), first, 'the same object: the same kept Buffer');
+  flagListBody([a, b], BIG);
+  t.equal(flagJson(a), first, 'a list reuses it');
+
+  const changed: Flag = { ...a, description: 'changed é €' };
+  const before = flagListBody([a, b], BIG);
+  const after = flagListBody([changed, b], BIG);
+  t.not(flagJson(changed), first, 'a new object: a new fragment');
+  t.ok(after.equals(Buffer.from(JSON.stringify([changed, b]), 'utf8')), 'the list holds the new JSON');
+  t.ok(before.equals(Buffer.from(JSON.stringify([a, b]), 'utf8')), 'the old object still gives its own');
+
+  // The flags one list serialises share one block of exactly their bytes (not Node's 8 KiB pool).
+  const fresh = fc.sample(flag, { numRuns: 3, seed: 11 });
+  flagListBody(fresh, BIG);
+  const views = fresh.map(flagJson);
+  t.ok(views.every((v) => v.buffer === views[0].buffer), 'one block for the flags of one list');
+  t.equal(views[0].buffer.byteLength, views.reduce((n, v) => n + v.length, 0), 'of exactly their bytes');
+
+  // Serialised once per object: a flag whose reads are counted.
+  let reads = 0;
+  const counted = { ...b, get description() { reads++; return 'counted'; } } as Flag;
+  flagListBody([a, counted], BIG);
+  flagListBody([counted, changed, counted], BIG);
+  t.equal(reads, 1, 'read once over three appearances in two lists');
+});
+
+t.test('the bound: refused at the same sizes as boundedJson, and it stops there', async (t) => {
+  fc.assert(
+    fc.property(fc.array(flag, { maxLength: 6 }), fc.integer({ min: 0, max: 1500 }), (flags, max) => {
+      const ref = Buffer.from(JSON.stringify(flags), 'utf8');
+      const got = assembled(flags, max);
+      return same(got, bounded(flags, max)) && (ref.length > max ? got === 'AnswerTooLargeError' : same(got, ref));
+    }),
+    { numRuns: 3000 },
+  );
+  const one = fc.sample(flag, { numRuns: 1, seed: 3 })[0];
+  const size = Buffer.byteLength(JSON.stringify([one, one]));
+  t.ok(flagListBody([one, one], size).length === size, 'at the bound: answered');
+  t.throws(() => flagListBody([one, one], size - 1), AnswerTooLargeError, 'one byte over');
+  t.throws(() => flagListBody(new Array(10).fill(one), 10), AnswerTooLargeError, 'brackets and commas alone over the bound');
+
+  // 50,000 distinct flags (their commas fit) past a 100 KB bound: only the flags up to the bound are serialised.
+  let reads = 0;
+  const base = { ...one, description: 'x'.repeat(100) };
+  const many = Array.from({ length: 50_000 }, () => ({ ...base, get name() { reads++; return 'flag-name-of-some-length'; } }) as Flag);
+  const err = (() => {
+    try {
+      flagListBody(many, 100_000);
+    } catch (e) {
+      return e as AnswerTooLargeError;
+    }
+    return null;
+  })();
+  t.ok(err instanceof AnswerTooLargeError, 'refused');
+  t.equal(err?.limit, 100_000, 'the error carries the bound');
+  t.ok(reads > 0 && reads < 1000, `stopped after ${reads} flags of 50,000`);
+});
