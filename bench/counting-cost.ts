@@ -75,3 +75,35 @@ export function httpCpuUsPerEval(rows: readonly Measurement[], names: readonly s
 
 /** Counting's cost (ns per evaluation) as a share of an HTTP request's server CPU per evaluation (µs). */
 export const httpShare = (costNs: number, http: HttpCost): number => costNs / (http.cpuUsPerEval * 1000);
+
+export const pct = (x: number, d = 1): string => `${(x * 100).toFixed(d)} %`;
+export const ns = (x: number): string => x.toFixed(1);
+
+/**
+ * The notes every in-process row carries, per `unit` ('evaluation', 'resolve'): CPU ns per unit of
+ * each side (median and rounds); on ÷ off and what counting adds, also as a share of `of` (the
+ * counting-off unit); and the same by wall time.
+ */
+export function costNotes(unit: string, of: string, pairs: readonly EnginePair[], wall: readonly EnginePair[]): { cpu: string; cost: string; wall: string } {
+  const c = countingCost(pairs);
+  const w = countingCost(wall);
+  return {
+    cpu: `CPU ns per ${unit}: off ${ns(c.offNs)} (rounds: ${pairs.map((p) => ns(p.offNs)).join(', ')}); on ${ns(c.onNs)} (rounds: ${pairs.map((p) => ns(p.onNs)).join(', ')})`,
+    cost:
+      `on ÷ off: median ${pct(c.ratio.median)} of ${unit}s/s (pairs ${pct(c.ratio.min)}–${pct(c.ratio.max)}); counting adds ${ns(c.costNs.median)} ns per ${unit} ` +
+      `(${ns(c.costNs.min)}–${ns(c.costNs.max)}), ${pct(c.engineShare.median)} of ${of} (${pct(c.engineShare.min)}–${pct(c.engineShare.max)})`,
+    wall:
+      `by wall time instead (other processes' share of this core in it): off ${ns(w.offNs)}, on ${ns(w.onNs)} ns per ${unit}, on ÷ off median ${pct(w.ratio.median)} ` +
+      `(${pct(w.ratio.min)}–${pct(w.ratio.max)})`,
+  };
+}
+
+/** `extra.paired` of an in-process row: the pairs' ratios, and each side's CPU and wall ns per evaluation and rate. */
+export function pairedExtra(pairs: readonly EnginePair[], wall: readonly EnginePair[]) {
+  return {
+    aim: 0.97,
+    ratios: pairs.map((p) => p.offNs / p.onNs),
+    a: { name: 'counting off', cpuNsPerEval: pairs.map((p) => p.offNs), wallNsPerEval: wall.map((p) => p.offNs), rps: pairs.map((p) => 1e9 / p.offNs) },
+    b: { name: 'counting on', cpuNsPerEval: pairs.map((p) => p.onNs), wallNsPerEval: wall.map((p) => p.onNs), rps: pairs.map((p) => 1e9 / p.onNs) },
+  };
+}

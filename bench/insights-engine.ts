@@ -15,7 +15,7 @@
  * `InsightsCounter`; each side's `InsightsForwarder` posts (drains) every
  * `insightsPostMs(VEXIL_INSIGHTS_FLUSH_MS's default)` of that side's own busy time, as the node's
  * timer does per second of wall time. A pair is `sec` seconds of each side taken in alternating
- * SLICE_SEC slices (`pairOf`). Its figure is this process's CPU time (user + system) per
+ * SLICE_SEC slices (bench/cpu-pairs.ts, shared with the provider row). Its figure is this process's CPU time (user + system) per
  * evaluation: on a shared 2-core VM the wall time also holds what other processes took from its
  * core (the wall figures are in the notes, as a cross-check). What the forwarder's `send` does on
  * a node (a message to the management actor, once per period) is not measured: here it only adds
@@ -29,7 +29,8 @@ import { runEvaluation } from '../src/evaluation/run.js';
 import { ROW_STRIDE, insightsPostMs, type InsightsRows } from '../src/insights/counter.js';
 import { InsightsForwarder } from '../src/insights/forwarder.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
-import { countingCost, httpCpuUsPerEval, httpShare, type CountingCost, type EnginePair, type HttpCost } from './counting-cost.js';
+import { costNotes, countingCost, httpCpuUsPerEval, httpShare, ns, pairedExtra, pct, type CountingCost, type EnginePair, type HttpCost } from './counting-cost.js';
+import { pairedRounds, SLICE_SEC, timedRound, type RoundTime } from './cpu-pairs.js';
 import { log, type Measurement } from './harness.js';
 import { OFREP_BULK_FLAGS } from './scenarios.js';
 import { syntheticInput } from './snapshot-build.js';
@@ -99,13 +100,6 @@ export function workloads(d: EngineData): Workload[] {
 /** The forwarder's own timer never fires: the rounds call `post` on the side's busy time instead. */
 const NO_TIMER_MS = 2 ** 31 - 1;
 
-/** One round: its evaluations, and the ns they took by CPU time (the figure) and by wall time. */
-export interface RoundTime {
-  evaluations: number;
-  cpuNs: number;
-  wallNs: number;
-}
-
 /** One side of the comparison: a node's counters with or without insights, and its forwarder. */
 export class EngineSide {
   readonly counts: EvalCounts;
@@ -133,27 +127,26 @@ export class EngineSide {
    * processes take from this core is not in it) and the wall time.
    */
   round(w: Workload, sec: number): RoundTime {
-    let n = 0;
     let i = this.next;
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    const end = t0 + sec * 1000;
-    let t = t0;
-    do {
-      for (let k = 0; k < w.batch; k++) n += w.run(this.counts, i++);
-      t = performance.now();
-      if (this.busyMs + (t - t0) >= this.nextPostMs) {
-        // Timed with the round; as a late timer, the next post comes one period after this one.
+    const r = timedRound(
+      sec,
+      () => {
+        let n = 0;
+        for (let k = 0; k < w.batch; k++) n += w.run(this.counts, i++);
+        return n;
+      },
+      (elapsedMs) => {
+        if (this.busyMs + elapsedMs < this.nextPostMs) return false;
+        // Timed with the round; as an interval timer, the next post comes one period after this one.
         this.forwarder.post();
-        t = performance.now();
-        this.nextPostMs = this.busyMs + (t - t0) + this.postMs;
-      }
-    } while (t < end);
-    const c = process.cpuUsage(c0);
-    this.busyMs += t - t0;
-    this.evaluations += n;
+        this.nextPostMs = this.busyMs + elapsedMs + this.postMs;
+        return true;
+      },
+    );
+    this.busyMs += r.wallNs / 1e6;
+    this.evaluations += r.evaluations;
     this.next = i;
-    return { evaluations: n, cpuNs: (c.user + c.system) * 1e3, wallNs: (t - t0) * 1e6 };
+    return r;
   }
 
   /** Posts what is left (a node's graceful stop). */
@@ -195,32 +188,6 @@ export interface EngineOptions {
   only?: readonly Workload['key'][];
 }
 
-const pct = (x: number, d = 1): string => `${(x * 100).toFixed(d)} %`;
-const ns = (x: number): string => x.toFixed(1);
-
-/** A pair's slices: short enough that both sides see the same neighbours, long enough that reading the clocks costs nothing. */
-export const SLICE_SEC = 0.005;
-
-/**
- * One pair: `sec` seconds of each side, as slices of SLICE_SEC taken in turn (which side goes first
- * alternates), summed per side. A neighbour's load that comes and goes over seconds falls on both.
- */
-export function pairOf(sides: readonly EngineSide[], w: Workload, sec: number): [RoundTime, RoundTime] {
-  const sum: [RoundTime, RoundTime] = [
-    { evaluations: 0, cpuNs: 0, wallNs: 0 },
-    { evaluations: 0, cpuNs: 0, wallNs: 0 },
-  ];
-  for (let j = 0; sum[0].wallNs < sec * 1e9 || sum[1].wallNs < sec * 1e9; j++) {
-    for (const k of j % 2 === 0 ? [0, 1] : [1, 0]) {
-      const r = sides[k].round(w, Math.min(SLICE_SEC, sec));
-      sum[k].evaluations += r.evaluations;
-      sum[k].cpuNs += r.cpuNs;
-      sum[k].wallNs += r.wallNs;
-    }
-  }
-  return sum;
-}
-
 /** The in-process rows: `insights-engine-bulk` and `insights-engine-single`. */
 export async function engineRows(o: EngineOptions): Promise<Measurement[]> {
   const postMs = insightsPostMs(loadConfig({}).insightsFlushMs);
@@ -230,19 +197,10 @@ export async function engineRows(o: EngineOptions): Promise<Measurement[]> {
     if (o.only !== undefined && !o.only.includes(w.key)) continue;
     const name = `insights-engine-${w.key}`;
     log(`${name}: ${w.what}, counting on against off, ${o.pairs} pairs of ${o.sec} s a side in ${SLICE_SEC * 1000} ms slices`);
-    const sides = [new EngineSide(false, postMs), new EngineSide(true, postMs)];
-    // Warm both (the engine's code optimised before the first measured round).
-    for (const s of sides) s.round(w, Math.min(0.3, o.sec));
-    const pairs: EnginePair[] = [];
-    const wall: EnginePair[] = [];
-    for (let p = 0; p < o.pairs; p++) {
-      const got = pairOf(sides, w, o.sec);
-      pairs.push({ offNs: got[0].cpuNs / got[0].evaluations, onNs: got[1].cpuNs / got[1].evaluations });
-      wall.push({ offNs: got[0].wallNs / got[0].evaluations, onNs: got[1].wallNs / got[1].evaluations });
-      await new Promise((r) => setImmediate(r));
-    }
+    const sides: [EngineSide, EngineSide] = [new EngineSide(false, postMs), new EngineSide(true, postMs)];
+    const { cpu, wall } = await pairedRounds([(sec) => sides[0].round(w, sec), (sec) => sides[1].round(w, sec)], o.pairs, o.sec);
     for (const s of sides) s.close();
-    rows.push(engineRow(name, w, o, postMs, pairs, wall, sides as [EngineSide, EngineSide]));
+    rows.push(engineRow(name, w, o, postMs, cpu, wall, sides));
   }
   return rows;
 }
@@ -250,6 +208,7 @@ export async function engineRows(o: EngineOptions): Promise<Measurement[]> {
 function engineRow(name: string, w: Workload, o: EngineOptions, postMs: number, pairs: EnginePair[], wall: EnginePair[], [off, on]: [EngineSide, EngineSide]): Measurement {
   const c: CountingCost = countingCost(pairs);
   const byWall = countingCost(wall);
+  const notes = costNotes('evaluation', 'the engine-only evaluation', pairs, wall);
   const http = routes(w.key, o.batch).map((r) => ({ route: r, cost: httpCpuUsPerEval(o.earlier, r.names) }));
   const row: Measurement = {
     name,
@@ -259,21 +218,14 @@ function engineRow(name: string, w: Workload, o: EngineOptions, postMs: number, 
     status: 'ok',
     versus: { name: `${w.key} engine (counting off)`, rps: c.ratio.median, cpuPerRequest: 1 + c.engineShare.median },
     notes: [
-      `CPU ns per evaluation: off ${ns(c.offNs)} (rounds: ${pairs.map((p) => ns(p.offNs)).join(', ')}); on ${ns(c.onNs)} (rounds: ${pairs.map((p) => ns(p.onNs)).join(', ')})`,
-      `on ÷ off: median ${pct(c.ratio.median)} of evaluations/s (pairs ${pct(c.ratio.min)}–${pct(c.ratio.max)}); counting adds ${ns(c.costNs.median)} ns per evaluation ` +
-        `(${ns(c.costNs.min)}–${ns(c.costNs.max)}), ${pct(c.engineShare.median)} of the engine-only evaluation (${pct(c.engineShare.min)}–${pct(c.engineShare.max)}): the upper bound of its share of a request`,
+      notes.cpu,
+      `${notes.cost}: the upper bound of its share of a request`,
       ...http.map(({ route, cost }) => httpNote(route, cost, c)),
-      `by wall time instead (other processes' share of this core in it): off ${ns(byWall.offNs)}, on ${ns(byWall.onNs)} ns per evaluation, on ÷ off median ${pct(byWall.ratio.median)} ` +
-        `(${pct(byWall.ratio.min)}–${pct(byWall.ratio.max)})`,
+      notes.wall,
       `counted ${on.counted} of ${on.evaluations} evaluations in ${on.posts} drains (counting off: ${off.counted})`,
     ],
     extra: {
-      paired: {
-        aim: 0.97,
-        ratios: pairs.map((p) => p.offNs / p.onNs),
-        a: { name: 'counting off', cpuNsPerEval: pairs.map((p) => p.offNs), wallNsPerEval: wall.map((p) => p.offNs), rps: pairs.map((p) => 1e9 / p.offNs) },
-        b: { name: 'counting on', cpuNsPerEval: pairs.map((p) => p.onNs), wallNsPerEval: wall.map((p) => p.onNs), rps: pairs.map((p) => 1e9 / p.onNs) },
-      },
+      paired: pairedExtra(pairs, wall),
       countingCost: c,
       countingCostByWall: byWall,
       http: http.map(({ route, cost }) => ({ route: route.label, ...cost, share: cost === undefined ? undefined : httpShare(c.costNs.median, cost) })),

@@ -5,7 +5,9 @@
  * for REST (`rest-front`), OFREP bulk (`ofrep-bulk`) and the 100-alias GraphQL batch
  * (`graphql-batch-front`); every front thread the service runs counts (one under --pin). Then the
  * in-process provider: `provider.resolve` with counting off (metricsIntervalMs 0) against on
- * (the default), rounds of VEXIL_BENCH_PROVIDER_SEC (0.5) s alternating, in this process.
+ * (the default), in this process as the engine rows (cpu-pairs.ts): twice the pair count of pairs
+ * of VEXIL_BENCH_PROVIDER_SEC (0.5) s a side in alternating 5 ms slices, by CPU time; the on side
+ * must have sent the node a count of every one of its resolves at close, the off side none.
  *
  * Last, in the runner's thread (insights-engine.ts): what counting adds to the evaluation work
  * itself, without HTTP: OFREP bulk's `bulkAnswers` and single `runEvaluation`s with the node's
@@ -13,14 +15,16 @@
  * (0.5) s a side in alternating 5 ms slices, by CPU time; ns per evaluation, and the cost as a share of the engine-only evaluation
  * and of the HTTP rows' server CPU per request measured before it in the same run.
  *
- * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison, and provider rounds of each side;
+ * `--pairs N` (or VEXIL_BENCH_PAIRS; 5) pairs per comparison (twice that in process);
  * `VEXIL_BENCH_INSIGHTS=rest,bulk,graphql,provider,engine` picks.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { CustomScenario } from './custom-scenario.js';
-import { ROOT, log, makeContext, median, startService, type Measurement } from './harness.js';
-import { engineRows } from './insights-engine.js';
+import { costNotes, countingCost, pairedExtra, type EnginePair } from './counting-cost.js';
+import { pairedRounds, SLICE_SEC, timedRound, type Side } from './cpu-pairs.js';
+import { ROOT, log, makeContext, startService, type Measurement } from './harness.js';
+import { engineRows, sunk } from './insights-engine.js';
 import { compare, scenario, type Comparison } from './paired.js';
 import { scenarioEnv, type Scenario } from './scenario-types.js';
 import { createEvalKey } from './scenarios.js';
@@ -42,17 +46,14 @@ function comparisons(): { key: string; c: Comparison }[] {
   ];
 }
 
-/** Evaluations per second of `fn` over one round of `sec` seconds. */
-function round(sec: number, fn: (i: number) => unknown): number {
-  let n = 0;
-  const t0 = performance.now();
-  const end = t0 + sec * 1000;
-  while (performance.now() < end) {
-    for (let i = 0; i < 1000; i++) fn(i);
-    n += 1000;
-  }
-  return n / ((performance.now() - t0) / 1000);
+/** The provider's counters a row checks: its own `metricsSent` and `metricsDropped` after close. */
+interface ProviderCounts {
+  metricsSent: number;
+  metricsDropped: number;
 }
+
+/** Resolves between two looks at the clock. */
+const PROVIDER_BATCH = 256;
 
 async function providerPair(rc: Parameters<CustomScenario['run']>[0], pairs: number): Promise<Measurement> {
   const target = await startService(rc.opts, rc.adminKey, { env: { VEXIL_EVAL_WORKERS: '0' }, label: 'insights-provider' });
@@ -68,43 +69,63 @@ async function providerPair(rc: Parameters<CustomScenario['run']>[0], pairs: num
       rules: [{ id: 'paid', priority: 1, conditions: [{ field: 'plan', operator: 'in', value: ['pro', 'team'] }], allocations: [{ variantKey: 'on', percentage: 50 }, { variantKey: 'off', percentage: 50 }] }],
     });
     const { VexilProvider } = await import(pathToFileURL(BUNDLE).href);
-    const off = new VexilProvider({ url: target.baseUrl, key, stage: 'production', metricsIntervalMs: 0 });
-    const on = new VexilProvider({ url: target.baseUrl, key, stage: 'production', metricsIntervalMs: 30_000 });
-    await off.initialize();
-    await on.initialize();
+    const providers = [
+      new VexilProvider({ url: target.baseUrl, key, stage: 'production', metricsIntervalMs: 0 }),
+      new VexilProvider({ url: target.baseUrl, key, stage: 'production', metricsIntervalMs: 30_000 }),
+    ];
+    for (const p of providers) await p.initialize();
     const contexts = Array.from({ length: 1000 }, (_, i) => ({ targetingKey: `user-${i}`, plan: 'pro' }));
     const sec = Number(process.env.VEXIL_BENCH_PROVIDER_SEC ?? '0.5');
-    const rounds: [number[], number[]] = [[], []];
-    const ratios: number[] = [];
-    // Warm both first.
-    round(0.2, (i) => off.resolve('bench-split', false, contexts[i], 'boolean'));
-    round(0.2, (i) => on.resolve('bench-split', false, contexts[i], 'boolean'));
-    for (let p = 0; p < pairs * 2; p++) {
-      const order = p % 2 === 0 ? [0, 1] : [1, 0];
-      const got: number[] = [];
-      for (const k of order) got[k] = round(sec, (i) => (k === 0 ? off : on).resolve('bench-split', false, contexts[i], 'boolean'));
-      rounds[0].push(got[0]);
-      rounds[1].push(got[1]);
-      ratios.push(got[1] / got[0]);
-    }
-    await on.onClose();
-    await off.onClose();
-    const r = median(ratios);
-    const f0 = (x: number) => x.toFixed(0);
-    return {
-      name: 'insights-provider',
-      description: `provider.resolve (a 50/50 split rule), counting on (default) ÷ off (metricsIntervalMs 0), ${ratios.length} interleaved rounds of ${sec} s in the runner`,
-      status: 'ok',
-      versus: { name: 'provider.resolve (counting off)', rps: r, cpuPerRequest: NaN },
-      notes: [
-        `counting on ÷ off: median ${(r * 100).toFixed(1)} % of evaluations/s (rounds: ${ratios.map((x) => (x * 100).toFixed(1)).join(', ')} %); aim ≥ 97 %`,
-        `off: ${rounds[0].map(f0).join(', ')} /s; on: ${rounds[1].map(f0).join(', ')} /s; sent ${on.metricsSent}, dropped ${on.metricsDropped}`,
-      ],
-      extra: { paired: { aim: 0.97, ratios, a: { name: 'counting off', rps: rounds[0] }, b: { name: 'counting on', rps: rounds[1] } } },
-    };
+    if (!(sec > 0 && sec <= 60)) throw new Error(`VEXIL_BENCH_PROVIDER_SEC needs seconds in (0, 60], got ${process.env.VEXIL_BENCH_PROVIDER_SEC}`);
+    // Resolves per side, warm-up included (what counting on must have counted).
+    const resolves = [0, 0];
+    const next = [0, 0];
+    const side =
+      (k: 0 | 1): Side =>
+      (s) => {
+        const p = providers[k];
+        const r = timedRound(s, () => {
+          let i = next[k];
+          for (let j = 0; j < PROVIDER_BATCH; j++, i++) sunk.n += p.resolve('bench-split', false, contexts[i % contexts.length], 'boolean').variant === 'on' ? 1 : 0;
+          next[k] = i;
+          return PROVIDER_BATCH;
+        });
+        resolves[k] += r.evaluations;
+        return r;
+      };
+    const { cpu, wall } = await pairedRounds([side(0), side(1)], pairs, sec);
+    // The last counts go to the node at close (counting on), as `metricsSent`.
+    for (const p of providers) await p.onClose();
+    return providerRow(cpu, wall, sec, resolves, providers);
   } finally {
     await target.stop();
   }
+}
+
+/** The `insights-provider` row from its pairs, and the check that counting on counted every resolve of its side and off none. */
+export function providerRow(pairs: EnginePair[], wall: EnginePair[], sec: number, resolves: readonly number[], [off, on]: readonly ProviderCounts[]): Measurement {
+  const c = countingCost(pairs);
+  const notes = costNotes('resolve', 'a resolve', pairs, wall);
+  const row: Measurement = {
+    name: 'insights-provider',
+    description:
+      `provider.resolve (a 50/50 split rule), in the runner's thread, by CPU time: counting on (metricsIntervalMs 30 s) ÷ off (metricsIntervalMs 0), ` +
+      `${pairs.length} pairs of ${sec} s a side, taken in alternating ${SLICE_SEC * 1000} ms slices`,
+    status: 'ok',
+    versus: { name: 'provider.resolve (counting off)', rps: c.ratio.median, cpuPerRequest: 1 + c.engineShare.median },
+    notes: [
+      notes.cpu,
+      `${notes.cost}; aim ≥ 97 %`,
+      notes.wall,
+      `counted ${on.metricsSent} of ${resolves[1]} resolves (sent to the node; dropped ${on.metricsDropped}); counting off: sent ${off.metricsSent}, dropped ${off.metricsDropped} of ${resolves[0]}`,
+    ],
+    extra: { paired: pairedExtra(pairs, wall), countingCost: c, countingCostByWall: countingCost(wall) },
+  };
+  if (on.metricsSent !== resolves[1] || on.metricsDropped !== 0 || off.metricsSent !== 0 || off.metricsDropped !== 0) {
+    row.status = 'failed';
+    row.error = `counting on sent ${on.metricsSent} of ${resolves[1]} resolves (dropped ${on.metricsDropped}), counting off ${off.metricsSent} (dropped ${off.metricsDropped}) (want all, and none)`;
+  }
+  return row;
 }
 
 export const insights: CustomScenario = {
@@ -127,7 +148,7 @@ export const insights: CustomScenario = {
     }
     if (only === undefined || only.includes('provider')) {
       log('insights-provider: provider.resolve, counting on against off');
-      rows.push(await providerPair(rc, pairs));
+      rows.push(await providerPair(rc, pairs * 2));
     }
     if (only === undefined || only.includes('engine')) {
       rows.push(...(await engineRows({ pairs: pairs * 2, sec, batch: rc.opts.batch, earlier: [...rc.rows, ...rows] })));

@@ -4,7 +4,7 @@
  * the HTTP rows of the same run.
  */
 import t from 'tap';
-import { countingCost, httpCpuUsPerEval, httpShare } from '../../../bench/counting-cost.js';
+import { costNotes, countingCost, httpCpuUsPerEval, httpShare, pairedExtra } from '../../../bench/counting-cost.js';
 import type { Measurement } from '../../../bench/harness.js';
 
 const near = (x: number, y: number): boolean => Math.abs(x - y) < 1e-12;
@@ -69,4 +69,24 @@ t.test('httpCpuUsPerEval: the first named row measured in this run', async (t) =
 t.test('httpShare: ns per evaluation against µs per evaluation', async (t) => {
   t.equal(httpShare(5, { row: 'insights-rest', cpuUsPerEval: 25 }), 0.0002);
   t.equal(httpShare(-5, { row: 'insights-rest', cpuUsPerEval: 25 }), -0.0002);
+});
+
+t.test('costNotes and pairedExtra: the notes and figures every in-process row carries', async (t) => {
+  const pairs = [
+    { offNs: 200, onNs: 210 },
+    { offNs: 220, onNs: 220 },
+  ];
+  const wall = [
+    { offNs: 300, onNs: 330 },
+    { offNs: 400, onNs: 400 },
+  ];
+  const n = costNotes('resolve', 'a resolve', pairs, wall);
+  t.equal(n.cpu, 'CPU ns per resolve: off 210.0 (rounds: 200.0, 220.0); on 215.0 (rounds: 210.0, 220.0)');
+  t.equal(n.cost, 'on ÷ off: median 97.6 % of resolves/s (pairs 95.2 %–100.0 %); counting adds 5.0 ns per resolve (0.0–10.0), 2.5 % of a resolve (0.0 %–5.0 %)');
+  t.match(n.wall, /^by wall time instead .*: off 350\.0, on 365\.0 ns per resolve, on ÷ off median 95\.5 % \(90\.9 %–100\.0 %\)$/);
+  const e = pairedExtra(pairs, wall);
+  t.same(e.ratios, [200 / 210, 1]);
+  t.same(e.a.cpuNsPerEval, [200, 220]);
+  t.same(e.b.wallNsPerEval, [330, 400]);
+  t.same(e.b.rps, [1e9 / 210, 1e9 / 220]);
 });

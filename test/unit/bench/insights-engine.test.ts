@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import type { Measurement } from '../../../bench/harness.js';
-import { EngineSide, engineData, engineRows, pairOf, workloads } from '../../../bench/insights-engine.js';
+import { pairOf } from '../../../bench/cpu-pairs.js';
+import { EngineSide, engineData, engineRows, workloads } from '../../../bench/insights-engine.js';
 import { OFREP_BULK_FLAGS } from '../../../bench/scenarios.js';
 import { bulkAnswers } from '../../../src/evaluation/bulk.js';
 
@@ -32,7 +33,8 @@ t.test('a side counts every evaluation with insights on, none with them off, and
       t.ok(r.evaluations > 0 && r.wallNs > 0 && r.cpuNs >= 0, `${w.key}: a round's evaluations and times`);
     }
   }
-  const [a, b] = pairOf([off, on], workloads(d)[1], 0.02);
+  const w = workloads(d)[1];
+  const [a, b] = pairOf([(sec) => off.round(w, sec), (sec) => on.round(w, sec)], 0.02);
   t.ok(a.wallNs >= 0.02e9 && b.wallNs >= 0.02e9, 'a pair: each side at least its seconds, in slices');
   t.ok(a.evaluations > 0 && b.evaluations > 0);
   on.close();
