@@ -97,10 +97,21 @@ function forkActor(piecesFd: number, nice: number): ChildProcess {
 }
 
 /**
+ * V8 flags of the actor's process, after the node's own: its garbage collection runs on its main
+ * thread alone. With V8's default, four helper threads scavenge and mark in parallel; in the
+ * isolation bench (100,000 flags, the node on one core) they took more of that core than the
+ * actor's JavaScript (4 × 77 ms per second against 216) and kept five runnable threads beside the
+ * front: the front waited 84 ms per second for its core and evaluation p99 beside the admin loop
+ * was ×2.1-2.5 its quiet p99. Single-threaded, the actor did more admin work in the same slices
+ * and the front waited 19 ms per second (docs/cluster.md, "The actor's garbage collection").
+ */
+export const ACTOR_V8_FLAGS: readonly string[] = ['--single-threaded-gc'];
+
+/**
  * The node's own flags for the actor's process (heap sizes, for one), but neither an inspector's
  * (its port is the front's) nor preloaded modules (`--import`, `--require`, `--loader`: they were
- * meant for the program the node runs, and a test runner's loaders cost every actor a slow start).
- * A flag's value may be the next argument (`--require x`) or after `=`.
+ * meant for the program the node runs, and a test runner's loaders cost every actor a slow start);
+ * then ACTOR_V8_FLAGS (once). A flag's value may be the next argument (`--require x`) or after `=`.
  */
 export function actorExecArgv(argv: readonly string[]): string[] {
   const out: string[] = [];
@@ -111,6 +122,7 @@ export function actorExecArgv(argv: readonly string[]): string[] {
     if (m === null) out.push(a);
     else if (m[2] === undefined) i += 1;
   }
+  for (const f of ACTOR_V8_FLAGS) if (!out.includes(f)) out.push(f);
   return out;
 }
 

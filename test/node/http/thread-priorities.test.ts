@@ -7,7 +7,7 @@
  * of a busy core without CAP_SYS_NICE, and the opt-in SCHED_IDLE, are actor-share.test.ts's.
  * Linux only.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import t from 'tap';
 import { pgliteCopy } from '../../helpers/node.js';
 import { spawnNode } from '../../helpers/process.js';
@@ -43,6 +43,9 @@ t.test('threads, processes and priorities', { skip: process.platform !== 'linux'
     t.same(front.filter((x) => x.policy !== SCHED_OTHER), [], 'no thread of the front process in another policy');
     const actor = actorOf(t, pid);
     t.ok(threadsOf(actor).length >= 2, 'the actor process has its own threads (its V8 helpers among them)');
+    // Its garbage collection on its main thread alone (transport.ts ACTOR_V8_FLAGS): no helper
+    // threads scavenging beside the front on a shared core.
+    t.ok(readFileSync(`/proc/${actor}/cmdline`, 'utf8').split('\0').includes('--single-threaded-gc'), 'the actor runs with --single-threaded-gc');
     t.equal((await listFlags(node.url)).status, 200, 'management requests answer through it (the actor is ready)');
     // The old default moved a ready actor to SCHED_IDLE: give it the time that took.
     await new Promise((r) => setTimeout(r, 500));
