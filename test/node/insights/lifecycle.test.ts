@@ -249,8 +249,13 @@ t.test('flag lifecycle on one node', async (t) => {
     const bad = await gql(n, org.adminKey, '{ flagConnection(first: 2, status: "old") { totalCount } }');
     t.ok(bad.body.errors?.length > 0, 'a bad status is an error');
     // vexil_flags gauges on /metrics.
-    const text = await until(() => n.req('GET', '/metrics').then((r) => r.text), (s) => s.includes(`vexil_flags{organization="${org.name}",status="active"} ${active.length}`), 3000, 100);
-    t.match(text, `vexil_flags{organization="${org.name}",status="new"} ${fresh.length}`);
+    // The gauges follow each round (a flag created while a round runs is counted by the next one):
+    // wait until both have followed, then check them together.
+    const gauge = (status: string, count: number) => `vexil_flags{organization="${org.name}",status="${status}"} ${count}`;
+    const text = await until(() => n.req('GET', '/metrics').then((r) => r.text), (s) => s.includes(gauge('active', active.length)) && s.includes(gauge('new', fresh.length)), 3000, 100);
+    t.match(text, gauge('active', active.length));
+    t.match(text, gauge('new', fresh.length));
+    t.match(text, gauge('stale', 0));
   });
 
   t.test('insights: shape, series summed over applications, 400s, 403, 404', async (t) => {
