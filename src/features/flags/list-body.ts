@@ -47,13 +47,9 @@ function keep(made: readonly Flag[], texts: readonly string[], lengths: readonly
   return views;
 }
 
-/** `JSON.stringify(flag)` as UTF-8, made once per Flag object. */
-export function flagJson(flag: Flag): Buffer {
-  const kept = fragments.get(flag);
-  if (kept !== undefined) return kept;
-  const text = JSON.stringify(flag);
-  const length = Buffer.byteLength(text, 'utf8');
-  return keep([flag], [text], [length], length)[0];
+/** The JSON kept for this Flag object (made by a list that showed it), if any; makes none. */
+export function keptJson(flag: Flag): Buffer | undefined {
+  return fragments.get(flag);
 }
 
 const OPEN = 0x5b; // [
