@@ -120,6 +120,9 @@ async function run(t: Test) {
     t.match(await page.locator(`#${described}`).innerText(), /operator 'in' needs an array value/, "the API's message beside it");
     t.equal((await n.req('GET', '/api/flags/new-checkout', { key: n.adminKey })).body.configs.length, 0, 'still nothing saved');
     await prod.getByRole('combobox', { name: 'Operator of rule 1, condition 1' }).selectOption('==');
+    // An edit clears the last attempt's messages (useConfigDraft): they named a draft that is gone.
+    t.equal(await prod.locator('[aria-invalid="true"]').count(), 0, 'the edit clears the marks of the refused attempt');
+    t.equal(await page.locator(`#${described}`).count(), 0, "and the API's message");
     await prod.getByRole('button', { name: 'Save', exact: true }).click();
     await prod.getByText('production: saved.').waitFor();
     const cfg = (await n.req('GET', '/api/flags/new-checkout', { key: n.adminKey })).body.configs[0];

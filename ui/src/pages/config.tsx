@@ -182,19 +182,27 @@ export function ConfigFields(props: {
   );
 }
 
-export function ConfigEditor(props: { flag: Flag; stage: string; clientId: string | null; config?: FlagConfig; segments: readonly SegmentOption[]; canWrite: boolean; onChanged: () => void }) {
-  const { flag, stage, clientId, config } = props;
-  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, clientId, config));
+/**
+ * A configuration form's draft and the messages of its last attempt (the editor's and the schedule
+ * form's). `set` edits the draft and clears those messages: they named a draft that is gone.
+ */
+export function useConfigDraft(init: () => ConfigDraft) {
+  const [draft, setDraft] = useState<ConfigDraft>(init);
   const [errors, setErrors] = useState<Errors>({});
-  const [status, setStatus] = useState<string | null>(null);
-  const [busy, whileBusy] = useBusy();
-  const id = useId('cfg');
-  const title = clientId === null ? stage : `${stage}, client ${clientId}`;
-  // An edit answers the messages of the last attempt: they named a draft that is gone (as the schedule form).
   const set = (patch: Partial<ConfigDraft>) => {
     setDraft((d) => ({ ...d, ...patch }));
     setErrors({});
   };
+  return { draft, setDraft, set, errors, setErrors };
+}
+
+export function ConfigEditor(props: { flag: Flag; stage: string; clientId: string | null; config?: FlagConfig; segments: readonly SegmentOption[]; canWrite: boolean; onChanged: () => void }) {
+  const { flag, stage, clientId, config } = props;
+  const { draft, setDraft, set, errors, setErrors } = useConfigDraft(() => draftOf(flag, stage, clientId, config));
+  const [status, setStatus] = useState<string | null>(null);
+  const [busy, whileBusy] = useBusy();
+  const id = useId('cfg');
+  const title = clientId === null ? stage : `${stage}, client ${clientId}`;
 
   const fail = (err: unknown) => setErrors(placeApiError(messageOf(err), knownPaths(draft)));
   // A protected environment (docs/change-requests.md): Save becomes "Propose change", a change request.

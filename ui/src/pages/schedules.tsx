@@ -8,8 +8,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { gql, SCHEDULE_FIELDS, type Flag, type FlagConfig, type Schedule } from '../api';
 import { ConfirmButton, Field, messageOf, Status, useBusy, useId } from '../components';
-import { draftOf, knownPaths, placeApiError, toInput, type ConfigDraft, type Errors } from '../config-form';
-import { ConfigFields, type SegmentOption } from './config';
+import { draftOf, knownPaths, placeApiError, toInput, type Errors } from '../config-form';
+import { ConfigFields, useConfigDraft, type SegmentOption } from './config';
 
 const pad = (n: number) => String(n).padStart(2, '0');
 /** A `datetime-local` value (to the second) in the browser's time zone. */
@@ -57,17 +57,11 @@ function ScheduleForm(props: { flag: Flag; stages: string[]; segments: readonly 
   /** The clientId whose configuration the whole-configuration form starts from: set when the field is left, not per keystroke. */
   const [startedFrom, setStartedFrom] = useState<string | null>(null);
   const current = () => flag.configs.find((c) => c.stage === stage && c.clientId === startedFrom);
-  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(flag, stage, startedFrom, current()));
-  const [errors, setErrors] = useState<Errors>({});
+  const { draft, setDraft, set, errors, setErrors } = useConfigDraft(() => draftOf(flag, stage, startedFrom, current()));
   const [busy, whileBusy] = useBusy();
   const id = useId('sched');
   // The whole configuration starts from the chosen configuration as it is now.
   useEffect(() => setDraft(draftOf(flag, stage, startedFrom, current())), [stage, startedFrom]); // eslint-disable-line react-hooks/exhaustive-deps
-  // An edit answers the messages of the last attempt: they named a draft that is gone.
-  const set = (patch: Partial<ConfigDraft>) => {
-    setDraft((d) => ({ ...d, ...patch }));
-    setErrors({});
-  };
 
   const submit = async (e: Event) => {
     e.preventDefault();
