@@ -21,13 +21,11 @@ import type { Flag } from '../src/domain/types.js';
 import { flagListBody } from '../src/features/flags/list-body.js';
 import { compress } from '../src/http/content-encoding.js';
 import { boundedJson } from '../src/util/bounded-json.js';
+import { numberArg } from './argv.js';
+import { median } from './harness.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const flagCount = arg('flags', 100_000);
-const rounds = arg('rounds', 9);
+const flagCount = numberArg('flags', 100_000);
+const rounds = numberArg('rounds', 9);
 const BOUND = 256 * 1024 * 1024;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
@@ -61,10 +59,6 @@ function time<T>(name: string, fn: () => T): T {
   s.cpu.push((c.user + c.system) / 1000);
   return out;
 }
-const median = (a: number[]) => {
-  const s = [...a].sort((x, y) => x - y);
-  return s.length % 2 === 1 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const range = (a: number[]) => `${Math.min(...a).toFixed(1)}–${Math.max(...a).toFixed(1)}`;
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
