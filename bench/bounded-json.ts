@@ -6,13 +6,10 @@
  *   npm run build && node dist/bench/bounded-json.js [--iterations 1000000] [--flags 100000]
  */
 import { boundedJson } from '../src/util/bounded-json.js';
+import { numberArg } from './argv.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const iterations = arg('iterations', 1_000_000);
-const flagCount = arg('flags', 100_000);
+const iterations = numberArg('iterations', 1_000_000);
+const flagCount = numberArg('flags', 100_000);
 const BOUND = 256 * 1024 * 1024;
 
 const evaluation = { variant: true, key: 'on' };

@@ -107,3 +107,18 @@ export function pairedExtra(pairs: readonly EnginePair[], wall: readonly EngineP
     b: { name: 'counting on', cpuNsPerEval: pairs.map((p) => p.onNs), wallNsPerEval: wall.map((p) => p.onNs), rps: pairs.map((p) => 1e9 / p.onNs) },
   };
 }
+
+/**
+ * What every in-process row (insights-engine.ts's, insights.ts's provider row) builds the same way
+ * from its pairs: the cost by CPU time (`cost`), its notes, `versus` (on ÷ off, and the CPU share
+ * counting adds) and `extra`'s paired figures with the cost by CPU and by wall time.
+ */
+export function pairedCostRow(versusName: string, unit: string, of: string, pairs: readonly EnginePair[], wall: readonly EnginePair[]) {
+  const cost = countingCost(pairs);
+  return {
+    cost,
+    notes: costNotes(unit, of, pairs, wall),
+    versus: { name: versusName, rps: cost.ratio.median, cpuPerRequest: 1 + cost.engineShare.median },
+    extra: { paired: pairedExtra(pairs, wall), countingCost: cost, countingCostByWall: countingCost(wall) },
+  };
+}

@@ -19,6 +19,9 @@ export interface RoundTime {
 /** A pair's slices: short enough that both sides see the same neighbours, long enough that reading the clocks costs nothing. */
 export const SLICE_SEC = 0.005;
 
+/** How a row describes its pairs: `pairs` pairs of `sec` seconds a side in SLICE_SEC slices. */
+export const slicedPairs = (pairs: number, sec: number): string => `${pairs} pairs of ${sec} s a side, taken in alternating ${SLICE_SEC * 1000} ms slices`;
+
 /**
  * Calls `batch` (which returns how many evaluations it ran) until `sec` seconds of wall time have
  * passed (at least once): the evaluations, this process's CPU time and the wall time. `after`, if

@@ -14,12 +14,9 @@ import type { Authenticated } from '../src/auth/authenticate.js';
 import type { Flag, FlagConfig, Organization } from '../src/domain/types.js';
 import { createLogger } from '../src/util/log.js';
 import { graphqlBatchQuery } from './scenarios.js';
+import { numberArg } from './argv.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const iterations = arg('iterations', 20_000);
+const iterations = numberArg('iterations', 20_000);
 
 const now = new Date().toISOString();
 const org: Organization = { id: 'o1', name: 'bench', subscriptionActive: true, environments: ['production'], applications: ['default'], killSwitch: [], version: 1 };

@@ -24,12 +24,9 @@ import {
   type EvalOutcome,
   type PoolItem,
 } from '../src/evaluation/pool/protocol.js';
+import { numberArg } from './argv.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const rounds = arg('rounds', 20_000);
+const rounds = numberArg('rounds', 20_000);
 
 const principal = { keyId: 'k1', keyName: 'bench', orgId: 'o1', permissions: new Set(['CanEvaluate'] as const), application: 'default', environment: null };
 const rest: PoolItem[] = Array.from({ length: 64 }, (_, i) => ({

@@ -29,8 +29,8 @@ import { runEvaluation } from '../src/evaluation/run.js';
 import { ROW_STRIDE, insightsPostMs, type InsightsRows } from '../src/insights/counter.js';
 import { InsightsForwarder } from '../src/insights/forwarder.js';
 import { EvalCounts } from '../src/ops/eval-counts.js';
-import { costNotes, countingCost, httpCpuUsPerEval, httpShare, ns, pairedExtra, pct, type CountingCost, type EnginePair, type HttpCost } from './counting-cost.js';
-import { pairedRounds, SLICE_SEC, timedRound, type RoundTime } from './cpu-pairs.js';
+import { httpCpuUsPerEval, httpShare, ns, pairedCostRow, pct, type CountingCost, type EnginePair, type HttpCost } from './counting-cost.js';
+import { pairedRounds, slicedPairs, timedRound, type RoundTime } from './cpu-pairs.js';
 import { log, type Measurement } from './harness.js';
 import { OFREP_BULK_FLAGS } from './scenarios.js';
 import { syntheticInput } from './snapshot-build.js';
@@ -196,7 +196,7 @@ export async function engineRows(o: EngineOptions): Promise<Measurement[]> {
   for (const w of workloads(data)) {
     if (o.only !== undefined && !o.only.includes(w.key)) continue;
     const name = `insights-engine-${w.key}`;
-    log(`${name}: ${w.what}, counting on against off, ${o.pairs} pairs of ${o.sec} s a side in ${SLICE_SEC * 1000} ms slices`);
+    log(`${name}: ${w.what}, counting on against off, ${slicedPairs(o.pairs, o.sec)}`);
     const sides: [EngineSide, EngineSide] = [new EngineSide(false, postMs), new EngineSide(true, postMs)];
     const { cpu, wall } = await pairedRounds([(sec) => sides[0].round(w, sec), (sec) => sides[1].round(w, sec)], o.pairs, o.sec);
     for (const s of sides) s.close();
@@ -206,17 +206,15 @@ export async function engineRows(o: EngineOptions): Promise<Measurement[]> {
 }
 
 function engineRow(name: string, w: Workload, o: EngineOptions, postMs: number, pairs: EnginePair[], wall: EnginePair[], [off, on]: [EngineSide, EngineSide]): Measurement {
-  const c: CountingCost = countingCost(pairs);
-  const byWall = countingCost(wall);
-  const notes = costNotes('evaluation', 'the engine-only evaluation', pairs, wall);
+  const { cost: c, notes, versus, extra } = pairedCostRow(`${w.key} engine (counting off)`, 'evaluation', 'the engine-only evaluation', pairs, wall);
   const http = routes(w.key, o.batch).map((r) => ({ route: r, cost: httpCpuUsPerEval(o.earlier, r.names) }));
   const row: Measurement = {
     name,
     description:
       `${w.what}, in the runner's thread, by CPU time: counting on (EvalCounts with its InsightsCounter, an InsightsForwarder draining every ${postMs} ms of busy time) ÷ ` +
-      `off (VEXIL_INSIGHTS=off's EvalCounts), ${pairs.length} pairs of ${o.sec} s a side, taken in alternating ${SLICE_SEC * 1000} ms slices`,
+      `off (VEXIL_INSIGHTS=off's EvalCounts), ${slicedPairs(pairs.length, o.sec)}`,
     status: 'ok',
-    versus: { name: `${w.key} engine (counting off)`, rps: c.ratio.median, cpuPerRequest: 1 + c.engineShare.median },
+    versus,
     notes: [
       notes.cpu,
       `${notes.cost}: the upper bound of its share of a request`,
@@ -225,9 +223,7 @@ function engineRow(name: string, w: Workload, o: EngineOptions, postMs: number, 
       `counted ${on.counted} of ${on.evaluations} evaluations in ${on.posts} drains (counting off: ${off.counted})`,
     ],
     extra: {
-      paired: pairedExtra(pairs, wall),
-      countingCost: c,
-      countingCostByWall: byWall,
+      ...extra,
       http: http.map(({ route, cost }) => ({ route: route.label, ...cost, share: cost === undefined ? undefined : httpShare(c.costNs.median, cost) })),
       targets: http
         .filter(({ cost }) => cost !== undefined)

@@ -21,8 +21,8 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { CustomScenario } from './custom-scenario.js';
-import { costNotes, countingCost, pairedExtra, type EnginePair } from './counting-cost.js';
-import { pairedRounds, SLICE_SEC, timedRound, type Side } from './cpu-pairs.js';
+import { pairedCostRow, type EnginePair } from './counting-cost.js';
+import { pairedRounds, slicedPairs, timedRound, type Side } from './cpu-pairs.js';
 import { ROOT, log, makeContext, startService, type Measurement } from './harness.js';
 import { engineRows, sunk } from './insights-engine.js';
 import { compare, scenario, type Comparison } from './paired.js';
@@ -104,22 +104,21 @@ async function providerPair(rc: Parameters<CustomScenario['run']>[0], pairs: num
 
 /** The `insights-provider` row from its pairs, and the check that counting on counted every resolve of its side and off none. */
 export function providerRow(pairs: EnginePair[], wall: EnginePair[], sec: number, resolves: readonly number[], [off, on]: readonly ProviderCounts[]): Measurement {
-  const c = countingCost(pairs);
-  const notes = costNotes('resolve', 'a resolve', pairs, wall);
+  const { notes, versus, extra } = pairedCostRow('provider.resolve (counting off)', 'resolve', 'a resolve', pairs, wall);
   const row: Measurement = {
     name: 'insights-provider',
     description:
       `provider.resolve (a 50/50 split rule), in the runner's thread, by CPU time: counting on (metricsIntervalMs 30 s) ÷ off (metricsIntervalMs 0), ` +
-      `${pairs.length} pairs of ${sec} s a side, taken in alternating ${SLICE_SEC * 1000} ms slices`,
+      slicedPairs(pairs.length, sec),
     status: 'ok',
-    versus: { name: 'provider.resolve (counting off)', rps: c.ratio.median, cpuPerRequest: 1 + c.engineShare.median },
+    versus,
     notes: [
       notes.cpu,
       `${notes.cost}; aim ≥ 97 %`,
       notes.wall,
       `counted ${on.metricsSent} of ${resolves[1]} resolves (sent to the node; dropped ${on.metricsDropped}); counting off: sent ${off.metricsSent}, dropped ${off.metricsDropped} of ${resolves[0]}`,
     ],
-    extra: { paired: pairedExtra(pairs, wall), countingCost: c, countingCostByWall: countingCost(wall) },
+    extra,
   };
   if (on.metricsSent !== resolves[1] || on.metricsDropped !== 0 || off.metricsSent !== 0 || off.metricsDropped !== 0) {
     row.status = 'failed';

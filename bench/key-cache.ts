@@ -12,12 +12,9 @@ import { KeyCache } from '../src/auth/key-cache.js';
 import { findKeyByHash } from '../src/features/keys/store.js';
 import type { ManagementKey } from '../src/domain/types.js';
 import type { Queryable } from '../src/storage/database.js';
+import { numberArg } from './argv.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const iterations = arg('iterations', 2_000_000);
+const iterations = numberArg('iterations', 2_000_000);
 const VALID = 10_000;
 
 const record = (i: number): ManagementKey => ({

@@ -21,13 +21,11 @@ import type { Flag } from '../src/domain/types.js';
 import { flagListBody } from '../src/features/flags/list-body.js';
 import { compress } from '../src/http/content-encoding.js';
 import { boundedJson } from '../src/util/bounded-json.js';
+import { numberArg } from './argv.js';
+import { median } from './harness.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const flagCount = arg('flags', 100_000);
-const rounds = arg('rounds', 9);
+const flagCount = numberArg('flags', 100_000);
+const rounds = numberArg('rounds', 9);
 const BOUND = 256 * 1024 * 1024;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
@@ -61,10 +59,9 @@ function time<T>(name: string, fn: () => T): T {
   s.cpu.push((c.user + c.system) / 1000);
   return out;
 }
-const median = (a: number[]) => {
-  const s = [...a].sort((x, y) => x - y);
-  return s.length % 2 === 1 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const BEFORE = 'boundedJson (before)';
+const NOW = 'flagListBody (one flag changed)';
+const lastWall = (name: string): number => steps.get(name)!.wall.at(-1)!;
 const range = (a: number[]) => `${Math.min(...a).toFixed(1)}–${Math.max(...a).toFixed(1)}`;
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 
@@ -80,22 +77,16 @@ let brotliBytes = 0;
 for (let r = 0; r < rounds; r++) {
   const i = (r * 7919) % flagCount;
   list[i] = flag(i, `changed in round ${r}`); // a write: the flag's new object
-  let a = 0;
-  let b = 0;
-  let body: Buffer;
-  const old = () => {
-    time('boundedJson (before)', () => boundedJson(list, BOUND));
-    a = steps.get('boundedJson (before)')!.wall.at(-1)!;
-  };
-  const now = () => {
-    body = time('flagListBody (one flag changed)', () => flagListBody(list, BOUND));
-    b = steps.get('flagListBody (one flag changed)')!.wall.at(-1)!;
-  };
+  let body!: Buffer;
+  const old = () => void time(BEFORE, () => boundedJson(list, BOUND));
+  const now = () => void (body = time(NOW, () => flagListBody(list, BOUND)));
   gc();
-  if (r % 2 === 0) { old(); gc(); now(); } else { now(); gc(); old(); }
-  ratios.push(b / a);
-  gc();
-  const target = Buffer.allocUnsafe(body!.length);
+  for (const step of r % 2 === 0 ? [old, now] : [now, old]) {
+    step();
+    gc();
+  }
+  ratios.push(lastWall(NOW) / lastWall(BEFORE));
+  const target = Buffer.allocUnsafe(body.length);
   time('copy of the body', () => body.copy(target));
   gc();
   brotliBytes = time('brotli q1 of the new body', () => compress(body, 'br')).length;

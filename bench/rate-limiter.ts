@@ -11,13 +11,11 @@
 import { randomUUID } from 'node:crypto';
 import { SharedRateLimiter } from '../src/ratelimit/shared-limiter.js';
 import { burst, refill, secondsUntilToken, type Bucket, type BucketKind } from '../src/ratelimit/token-bucket.js';
+import { numberArg } from './argv.js';
+import { median } from './harness.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const iterations = arg('iterations', 2_000_000);
-const rounds = arg('rounds', 5);
+const iterations = numberArg('iterations', 2_000_000);
+const rounds = numberArg('rounds', 5);
 const KEYS = 10_000;
 const RATE = 1e9; // every take is admitted: the common path
 
@@ -39,11 +37,6 @@ class MapLimiter {
     return secondsUntilToken(b.tokens, RATE);
   }
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 function main(): void {
   // Flat strings, as ids read from the database are (randomUUID builds a rope, slow to index).

@@ -92,7 +92,6 @@ t.test('a looked-up key is served from memory for the TTL, then looked up again'
   t.equal(f.count(), 2);
 });
 
-
 t.test('an expired key is served only while its re-read runs, and at most REFRESH_GRACE_MS past its lifetime', async (t) => {
   const { f, c, clock } = cache();
   f.rows.set('h1', f.row('k1'));

@@ -4,7 +4,7 @@
  * the HTTP rows of the same run.
  */
 import t from 'tap';
-import { costNotes, countingCost, httpCpuUsPerEval, httpShare, pairedExtra } from '../../../bench/counting-cost.js';
+import { costNotes, countingCost, httpCpuUsPerEval, httpShare, pairedCostRow, pairedExtra } from '../../../bench/counting-cost.js';
 import type { Measurement } from '../../../bench/harness.js';
 
 const near = (x: number, y: number): boolean => Math.abs(x - y) < 1e-12;
@@ -71,7 +71,7 @@ t.test('httpShare: ns per evaluation against µs per evaluation', async (t) => {
   t.equal(httpShare(-5, { row: 'insights-rest', cpuUsPerEval: 25 }), -0.0002);
 });
 
-t.test('costNotes and pairedExtra: the notes and figures every in-process row carries', async (t) => {
+t.test('costNotes, pairedExtra and pairedCostRow: the notes and figures every in-process row carries', async (t) => {
   const pairs = [
     { offNs: 200, onNs: 210 },
     { offNs: 220, onNs: 220 },
@@ -89,4 +89,11 @@ t.test('costNotes and pairedExtra: the notes and figures every in-process row ca
   t.same(e.a.cpuNsPerEval, [200, 220]);
   t.same(e.b.wallNsPerEval, [330, 400]);
   t.same(e.b.rps, [1e9 / 210, 1e9 / 220]);
+  // pairedCostRow: all of it from one place, with `versus` (on ÷ off, and the CPU share counting adds).
+  const r = pairedCostRow('x (counting off)', 'resolve', 'a resolve', pairs, wall);
+  t.same(r.cost, countingCost(pairs));
+  t.same(r.notes, n);
+  t.same(r.versus, { name: 'x (counting off)', rps: r.cost.ratio.median, cpuPerRequest: 1 + r.cost.engineShare.median });
+  t.ok(near(r.versus.rps, (200 / 210 + 1) / 2) && near(r.versus.cpuPerRequest, 1.025));
+  t.same(r.extra, { paired: e, countingCost: countingCost(pairs), countingCostByWall: countingCost(wall) });
 });
