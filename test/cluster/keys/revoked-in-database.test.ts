@@ -89,3 +89,25 @@ t.test('front threads are not taught a key served past its lifetime while its re
   for (let i = 0; i < 30; i++) statuses.push((await onNewConnection(n, ek)).status);
   t.same(statuses, statuses.map(() => 401), 'every thread refuses the key once the re-read found it disabled');
 });
+
+t.test('a front thread serves a key no longer than the main thread\'s cache lifetime of it', { skip: noThreads }, async (t) => {
+  const TTL = 1_500;
+  const { n, ek, sql } = await setup(t, { VEXIL_KEY_CACHE_TTL_MS: String(TTL), VEXIL_FRONT_THREADS: '3' });
+  // The node cached the key when it created it (key-cache.ts `remember`), no later than now.
+  const cachedBy = Date.now();
+  await sql`update management_keys set disabled = true where name = 'revoked-in-db'`;
+  // The threads first see the key late in that lifetime: each learns it from the main thread then.
+  await new Promise((r) => setTimeout(r, TTL - 400));
+  const seen: { startedMs: number; status: number }[] = [];
+  while (Date.now() - cachedBy < 2 * TTL + 300) {
+    const startedMs = Date.now() - cachedBy;
+    seen.push({ startedMs, status: (await onNewConnection(n, ek)).status });
+  }
+  const served = seen.filter((s) => s.status === 200);
+  const firstRefused = seen.findIndex((s) => s.status === 401);
+  t.ok(served.length > 0, `served late in its lifetime (${served.length} of ${seen.length})`);
+  t.ok(firstRefused >= 0, 'then refused');
+  t.same(seen.slice(firstRefused).filter((s) => s.status !== 401), [], 'on every thread from the first refusal on');
+  const last = served.length === 0 ? 0 : served[served.length - 1].startedMs;
+  t.ok(last <= TTL + 500, `last served ${last} ms after it was cached: within its lifetime (${TTL} ms) and one re-read`);
+});
