@@ -31,7 +31,7 @@ const post = (msg: FromThread): void => port.postMessage(msg);
 const log = createLogger(config.logLevel, { thread: data.index });
 
 const store = new SharedStoreReader(config.workerFlagCache);
-const relay = new RelayClient(post, (hash, key) => keys.learn(hash, key));
+const relay = new RelayClient(post, (hash, key, untilMs) => keys.learn(hash, key, untilMs));
 const keys = new KeyMirror(new Int32Array(data.keyEpoch), drain, config.keyCacheTtlMs);
 const requests = new RouteStatsTable();
 const evalCounts = new EvalCounts(data.evalCounts, config.insights, config.contextSample);

@@ -119,10 +119,13 @@ export class KeyCache {
     return u === undefined || u <= this.now() ? undefined : null;
   }
 
-  /** The cached key within its lifetime, never an expired one; no I/O. */
-  fresh(hash: string): ManagementKey | undefined {
+  /**
+   * The cached key within its lifetime, never an expired one, with the end of that lifetime
+   * (`untilMs`, on `now`'s clock: what a front thread may serve it until); no I/O.
+   */
+  fresh(hash: string): { key: ManagementKey; untilMs: number } | undefined {
     const e = this.byHash.get(hash);
-    return e !== undefined && e.expiresMs > this.now() ? e.key : undefined;
+    return e !== undefined && e.expiresMs > this.now() ? { key: e.key, untilMs: e.expiresMs } : undefined;
   }
 
   /**

@@ -76,12 +76,15 @@ export class KeyMirror {
     return Promise.reject(NOT_HELD);
   }
 
-  /** The main thread authenticated `key` for this thread's request: served here until its lifetime ends. */
-  learn(hash: string, key: ManagementKey): void {
+  /**
+   * The main thread authenticated `key` for this thread's request: served here until its lifetime
+   * in the main thread's cache ends (`untilMs`), never longer than a lifetime from now.
+   */
+  learn(hash: string, key: ManagementKey, untilMs = Infinity): void {
     if (this.ttlMs === 0) return;
     const prev = this.hashById.get(key.id);
     if (prev !== undefined && prev !== hash) this.byHash.delete(prev);
-    this.byHash.set(hash, { key, expiresMs: this.now() + this.ttlMs });
+    this.byHash.set(hash, { key, expiresMs: Math.min(this.now() + this.ttlMs, untilMs) });
     this.hashById.set(key.id, hash);
   }
 

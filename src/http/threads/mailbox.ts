@@ -58,9 +58,10 @@ export type ToThread =
   | { t: 'keys'; all: true }
   /**
    * A relayed request's whole answer (`body` null: none). `learned`: the key the request
-   * authenticated with, which the thread may now serve itself.
+   * authenticated with, which the thread may now serve itself until `untilMs` (Date.now()), the end
+   * of its lifetime in the main thread's cache.
    */
-  | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | string | null; learned?: { hash: string; key: ManagementKey } }
+  | { t: 'reply'; id: number; status: number; headers: Record<string, string> | undefined; body: Uint8Array | string | null; learned?: { hash: string; key: ManagementKey; untilMs: number } }
   /** A large answer of `length` bytes, whose pieces the thread asks for one at a time. */
   | { t: 'piped'; id: number; status: number; headers: Record<string, string>; length: number }
   /** One piece (null: the end; `failed`: the body cannot be completed). */

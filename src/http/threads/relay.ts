@@ -81,10 +81,11 @@ export class RelayServer {
     }
     const { reply: out, body } = serialiseReply(reply, this.ctx.maxAnswerBytes, route);
     // The key this request authenticated with, for the thread to serve from now on (key-mirror.ts):
-    // only within its lifetime here, so that a record served while its re-read runs is not taught
-    // to a thread for a lifetime of its own (key-cache.ts).
-    const key = keyHash === '' ? undefined : this.keys.fresh(keyHash);
-    const learned = key !== undefined && !key.disabled ? { hash: keyHash, key } : undefined;
+    // only within its lifetime here, and until that lifetime ends, not for a lifetime of its own,
+    // so that no thread serves a key longer than the cache would without a bus (key-cache.ts): a
+    // record served while its re-read runs is not taught at all.
+    const held = keyHash === '' ? undefined : this.keys.fresh(keyHash);
+    const learned = held !== undefined && !held.key.disabled ? { hash: keyHash, key: held.key, untilMs: held.untilMs } : undefined;
     this.post({ t: 'reply', id, status: out.status, headers: out.headers, body, learned });
   }
 
@@ -129,7 +130,7 @@ class RelaySink extends Sink {
 }
 
 /** What a front thread does with a key the main thread's answer says it may now serve. */
-export type Learn = (hash: string, key: NonNullable<Extract<ToThread, { t: 'reply' }>['learned']>['key']) => void;
+export type Learn = (hash: string, key: NonNullable<Extract<ToThread, { t: 'reply' }>['learned']>['key'], untilMs: number) => void;
 
 /** A front thread's side: relays a request and turns the answer back into a `Reply`. */
 export class RelayClient {
@@ -177,7 +178,7 @@ export class RelayClient {
   receive(msg: ToThread): boolean {
     switch (msg.t) {
       case 'reply': {
-        if (msg.learned !== undefined) this.learn(msg.learned.hash, msg.learned.key);
+        if (msg.learned !== undefined) this.learn(msg.learned.hash, msg.learned.key, msg.learned.untilMs);
         const body = msg.body;
         const raw = body === null ? undefined : typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
         this.settle(msg.id, raw === undefined ? { status: msg.status, headers: msg.headers } : { status: msg.status, headers: msg.headers, raw });

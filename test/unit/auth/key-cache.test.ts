@@ -75,6 +75,7 @@ t.test('a looked-up key is served from memory for the TTL, then looked up again'
   t.equal(f.count(), 1);
   clock.ms = 59_999;
   t.equal(c.peek('h1'), k, 'still cached just before 60 s');
+  t.same(c.fresh('h1'), { key: k, untilMs: 60_000 }, 'fresh() answers it with the end of its lifetime (what a front thread may serve it until)');
   t.equal(await c.lookup('h1'), k);
   t.equal(f.count(), 1, 'no database query within the TTL');
   // The stored key changes behind the cache's back (another node disabled it, bus down).
