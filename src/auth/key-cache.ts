@@ -12,13 +12,16 @@
  * coarse clock used before (a cached value cleared by a timer armed each millisecond it was read)
  * cost more under load than the read it saved (docs/benchmarks.md, "REST against the bare endpoint").
  *
- * An entry in use is re-read when it expires, without making requests wait for the re-read: the
- * request that finds it expired starts the re-read (one per hash) and is served the entry, as is
- * every request until the re-read answers, for at most `REFRESH_GRACE_MS` (10 s, and never more than
- * VEXIL_KEY_STALE_MAX_MS) past its lifetime. A request therefore never waits for the database (or a
- * management actor busy with an admin's work) because a key it uses every second reached the end of
- * its cache lifetime; what the re-read finds (disabled, rotated, deleted) applies from its answer on.
- * `fresh` never answers with an expired entry (what a front thread is taught, key-mirror.ts).
+ * An entry in use is re-read before its lifetime ends, so that its requests never wait for the
+ * database (or for a management actor busy with an admin's work) when the lifetime runs out: the
+ * first request in the last `refreshAheadMs` of the lifetime (REFRESH_AHEAD_MS, 10 s, or a quarter
+ * of a shorter lifetime) starts the re-read (one per hash), served the cached entry meanwhile, and
+ * the answer starts a new lifetime. Past its lifetime an entry is never served without a re-read
+ * (CONTRACT 4: a key changed with the bus down stops "at the latest after the 60-second cache"),
+ * so a key disabled in the database stops when the re-read of its window answers, or at the end of
+ * its lifetime, whichever is first. `fresh` answers only before the window (what a front thread is
+ * taught, until the window opens: key-mirror.ts), so a thread's next request after it reaches the
+ * main thread, whose cache the re-read then renews.
  *
  * While the database is unreachable, an expired entry is used rather than refusing every request
  * (evaluations keep serving from snapshots), for at most `staleMaxMs` past its lifetime
@@ -61,10 +64,12 @@ export interface KeyCacheOptions {
 interface Entry {
   key: ManagementKey;
   expiresMs: number;
+  /** From then on (the last `refreshAheadMs` of the lifetime) a request starts the entry's re-read. */
+  refreshAtMs: number;
 }
 
-/** How long past its lifetime an entry is served while its re-read runs (capped by VEXIL_KEY_STALE_MAX_MS). */
-export const REFRESH_GRACE_MS = 10_000;
+/** How long before the end of its lifetime an entry in use is re-read (at most a quarter of the lifetime). */
+export const REFRESH_AHEAD_MS = 10_000;
 
 export class KeyCache {
   /** Known keys (valid or disabled) by hash. */
@@ -80,7 +85,7 @@ export class KeyCache {
 
   private readonly ttlMs: number;
   private readonly staleMaxMs: number;
-  private readonly refreshGraceMs: number;
+  private readonly refreshAheadMs: number;
   private readonly now: () => number;
   private readonly maxEntries: number;
   private readonly maxUnknown: number;
@@ -92,7 +97,7 @@ export class KeyCache {
   ) {
     this.ttlMs = opts.ttlMs;
     this.staleMaxMs = opts.staleMaxMs ?? 300_000;
-    this.refreshGraceMs = Math.min(REFRESH_GRACE_MS, this.staleMaxMs);
+    this.refreshAheadMs = Math.min(REFRESH_AHEAD_MS, Math.floor(this.ttlMs / 4));
     this.now = opts.now ?? Date.now;
     this.maxEntries = opts.maxEntries ?? 100_000;
     this.maxUnknown = opts.maxUnknown ?? this.maxEntries;
@@ -103,15 +108,14 @@ export class KeyCache {
 
   /**
    * The cached key, `null` for a cached unknown hash, `undefined` when the database must be asked.
-   * A key just past its lifetime is still answered while its re-read runs (started here; see the
-   * file's comment).
+   * A key in the last `refreshAheadMs` of its lifetime starts its re-read here (see the file's comment).
    */
   peek(hash: string): ManagementKey | null | undefined {
     const e = this.byHash.get(hash);
     if (e !== undefined) {
       const now = this.now();
-      if (e.expiresMs > now) return e.key;
-      if (now >= e.expiresMs + this.refreshGraceMs) return undefined;
+      if (now < e.refreshAtMs) return e.key;
+      if (now >= e.expiresMs) return undefined;
       if (!this.inflight.has(hash)) this.fetch(hash).catch(() => {}); // its own failure is the next lookup's
       return e.key;
     }
@@ -120,12 +124,13 @@ export class KeyCache {
   }
 
   /**
-   * The cached key within its lifetime, never an expired one, with the end of that lifetime
-   * (`untilMs`, on `now`'s clock: what a front thread may serve it until); no I/O.
+   * The cached key before its re-read window, with the window's start (`untilMs`, on `now`'s clock):
+   * what a front thread may serve it until, so that no thread serves it past the lifetime here and
+   * the thread's next request after that renews it here; no I/O.
    */
   fresh(hash: string): { key: ManagementKey; untilMs: number } | undefined {
     const e = this.byHash.get(hash);
-    return e !== undefined && e.expiresMs > this.now() ? { key: e.key, untilMs: e.expiresMs } : undefined;
+    return e !== undefined && this.now() < e.refreshAtMs ? { key: e.key, untilMs: e.refreshAtMs } : undefined;
   }
 
   /**
@@ -258,7 +263,7 @@ export class KeyCache {
       const oldest = this.byHash.keys().next().value as string;
       this.drop(oldest, this.byHash.get(oldest));
     }
-    this.byHash.set(hash, { key, expiresMs });
+    this.byHash.set(hash, { key, expiresMs, refreshAtMs: expiresMs - this.refreshAheadMs });
     this.hashById.set(key.id, hash);
   }
 

@@ -81,9 +81,9 @@ export class RelayServer {
     }
     const { reply: out, body } = serialiseReply(reply, this.ctx.maxAnswerBytes, route);
     // The key this request authenticated with, for the thread to serve from now on (key-mirror.ts):
-    // only within its lifetime here, and until that lifetime ends, not for a lifetime of its own,
-    // so that no thread serves a key longer than the cache would without a bus (key-cache.ts): a
-    // record served while its re-read runs is not taught at all.
+    // until this cache's re-read window for it opens, not for a lifetime of its own, so that no
+    // thread serves a key longer than the cache would without a bus, and the thread's next request
+    // after that comes here and renews it (key-cache.ts `fresh`); while the window is open, not at all.
     const held = keyHash === '' ? undefined : this.keys.fresh(keyHash);
     const learned = held !== undefined && !held.key.disabled ? { hash: keyHash, key: held.key, untilMs: held.untilMs } : undefined;
     this.post({ t: 'reply', id, status: out.status, headers: out.headers, body, learned });

@@ -1,6 +1,6 @@
 /** The 60-second key cache (docs/api.md, "Keys") with an injected clock and a counting fake database. */
 import t from 'tap';
-import { KeyCache, REFRESH_GRACE_MS } from '../../../src/auth/key-cache.js';
+import { KeyCache, REFRESH_AHEAD_MS } from '../../../src/auth/key-cache.js';
 import { VexilError } from '../../../src/domain/errors.js';
 import { findKeyByHash } from '../../../src/features/keys/store.js';
 import type { Queryable } from '../../../src/storage/database.js';
@@ -66,73 +66,88 @@ function cache(ttlMs = 60_000, maxEntries?: number, staleMaxMs?: number) {
   return { f, c, clock };
 }
 
-t.test('a looked-up key is served from memory for the TTL, then looked up again', async (t) => {
+t.test('a looked-up key is served from memory for the TTL; one in use is re-read in its last REFRESH_AHEAD_MS', async (t) => {
   const { f, c, clock } = cache();
   f.rows.set('h1', f.row('k1'));
   t.equal(c.peek('h1'), undefined, 'nothing cached yet');
   const k = await c.lookup('h1');
   t.match(k, { id: 'k1', orgId: 'org', permissions: ['CanRead'], disabled: false, rotatedAt: null });
   t.equal(f.count(), 1);
-  clock.ms = 59_999;
-  t.equal(c.peek('h1'), k, 'still cached just before 60 s');
-  t.same(c.fresh('h1'), { key: k, untilMs: 60_000 }, 'fresh() answers it with the end of its lifetime (what a front thread may serve it until)');
-  t.equal(await c.lookup('h1'), k);
-  t.equal(f.count(), 1, 'no database query within the TTL');
   // The stored key changes behind the cache's back (another node disabled it, bus down).
   f.rows.set('h1', f.row('k1', { disabled: true }));
-  t.equal((await c.lookup('h1'))?.disabled, false, 'the stale record is served until the TTL');
-  clock.ms = 60_000;
-  t.equal(c.fresh('h1'), undefined, 'expired at 60 s: fresh() no longer answers it');
-  t.equal(c.peek('h1'), k, 'the first request past the lifetime is still served the record…');
-  t.equal(f.count(), 2, '…and starts its re-read');
-  t.equal((await c.lookup('h1'))?.disabled, false, 'served while the re-read runs');
+  const windowAt = 60_000 - REFRESH_AHEAD_MS;
+  clock.ms = windowAt - 1;
+  t.equal(c.peek('h1'), k, 'cached before the re-read window');
+  t.same(c.fresh('h1'), { key: k, untilMs: windowAt }, 'fresh() answers it with the window\'s start (what a front thread may serve it until)');
+  t.equal((await c.lookup('h1'))?.disabled, false, 'the stored change is not seen yet');
+  t.equal(f.count(), 1, 'no database query before the window');
+  clock.ms = windowAt;
+  t.equal(c.fresh('h1'), undefined, 'in the window fresh() answers nothing: no thread is taught it now');
+  t.equal(c.peek('h1'), k, 'the first request in the window is served the cached record…');
+  t.equal(f.count(), 2, '…and starts the re-read');
+  t.equal((await c.lookup('h1'))?.disabled, false, 'served (without waiting) while the re-read runs');
   t.equal(f.count(), 2, 'one re-read, not one per request');
   await settle();
   t.equal(c.peek('h1')?.disabled, true, 'from the re-read\'s answer on, what it found');
-  t.equal((await c.lookup('h1'))?.disabled, true);
   t.equal(f.count(), 2);
+  // The answer started a new lifetime: no query until its own window.
+  clock.ms = windowAt + 60_000 - REFRESH_AHEAD_MS - 1;
+  t.equal(c.peek('h1')?.disabled, true);
+  t.equal(f.count(), 2, 'the re-read renewed the lifetime');
 });
 
-t.test('an expired key is served only while its re-read runs, and at most REFRESH_GRACE_MS past its lifetime', async (t) => {
+t.test('never served past its lifetime without a re-read (CONTRACT 4: at the latest after the cache lifetime)', async (t) => {
   const { f, c, clock } = cache();
   f.rows.set('h1', f.row('k1'));
   await c.lookup('h1');
-  // Deleted behind the cache's back (bus down): the re-read finds nothing and the record goes.
+  // Deleted behind the cache's back (bus down): the window's re-read finds nothing and the record goes.
   f.rows.delete('h1');
-  clock.ms = 60_000;
-  t.equal(c.peek('h1')?.id, 'k1', 'served while the re-read runs');
+  clock.ms = 60_000 - 1;
+  t.equal(c.peek('h1')?.id, 'k1', 'served in the window while the re-read runs');
   await settle();
   t.equal(c.peek('h1'), null, 'the re-read found no key: unknown from then on');
   t.notOk(c.known('h1'), 'and no record of it is held');
 
-  // A re-read held back (the actor busy, a slow database): served until it answers…
+  // A re-read held back (the actor busy, a slow database): served until the lifetime ends…
   const other = cache();
   other.f.rows.set('h2', other.f.row('k2'));
   await other.c.lookup('h2');
   other.f.rows.set('h2', other.f.row('k2', { disabled: true }));
   const release = other.f.hold();
-  other.clock.ms = 60_000;
+  other.clock.ms = 60_000 - REFRESH_AHEAD_MS;
   t.equal(other.c.peek('h2')?.disabled, false, 'served while the held re-read runs');
-  other.clock.ms = 60_000 + REFRESH_GRACE_MS - 1;
-  t.equal(other.c.peek('h2')?.disabled, false, 'up to the grace');
-  // …but never past lifetime + REFRESH_GRACE_MS: then requests wait for the database again.
-  other.clock.ms = 60_000 + REFRESH_GRACE_MS;
-  t.equal(other.c.peek('h2'), undefined, 'past the grace, peek answers nothing');
+  other.clock.ms = 60_000 - 1;
+  t.equal(other.c.peek('h2')?.disabled, false, 'up to the end of its lifetime');
+  // …and not a millisecond past it: then requests wait for the re-read.
+  other.clock.ms = 60_000;
+  t.equal(other.c.peek('h2'), undefined, 'past its lifetime, peek answers nothing');
   const waiting = other.c.lookup('h2');
   release();
   t.equal((await waiting)?.disabled, true, 'and the lookup waits for the re-read');
   t.equal(other.f.count(), 2, 'the re-read in flight was joined, not repeated');
 });
 
-t.test('an entry not used past its lifetime is not re-read: the next request waits for the database', async (t) => {
+t.test('an entry not used in its window is not re-read: the next request waits for the database', async (t) => {
   const { f, c, clock } = cache();
   f.rows.set('h1', f.row('k1'));
   await c.lookup('h1');
-  clock.ms = 60_000 + REFRESH_GRACE_MS;
+  clock.ms = 60_000;
   t.equal(c.peek('h1'), undefined);
-  t.equal(f.count(), 1, 'peek past the grace starts nothing');
+  t.equal(f.count(), 1, 'peek past the lifetime starts nothing');
   t.equal((await c.lookup('h1'))?.id, 'k1');
   t.equal(f.count(), 2);
+});
+
+t.test('a short lifetime: the window is its last quarter', async (t) => {
+  const { f, c, clock } = cache(400);
+  f.rows.set('h1', f.row('k1'));
+  await c.lookup('h1');
+  clock.ms = 299;
+  c.peek('h1');
+  t.equal(f.count(), 1, 'before the last quarter, no re-read');
+  clock.ms = 300;
+  c.peek('h1');
+  t.equal(f.count(), 2, 'in it, the re-read');
 });
 
 t.test('unknown hashes are cached as null, for the TTL', async (t) => {
