@@ -19,15 +19,16 @@ t.test('two nodes: one flag.stale per turn between them', { skip }, async (t) =>
   t.equal((await a.req('PUT', '/api/insights/settings', { key, body: { unusedAfter: 'PT2S', lifetimes: { release: null } } })).status, 200);
   t.equal((await createFlag(a, 'turns')).status, 201);
   const orgId = (await a.node.db.query<{ id: string }>("select id from organizations where name = 'default'"))[0].id;
+  // Both variants in one statement, as a flush writes them: a round that read one variant's row
+  // updated and the other's not would see a single variant served and record a turn to `stale`.
   const use = async () => {
     const now = new Date();
-    for (const variant of ['on', 'off']) {
-      await a.node.db.query(
-        `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at) values ($1, 'turns', 'production', $2, $3, $3)
-         on conflict (org_id, flag_name, stage, variant) do update set last_at = excluded.last_at`,
-        [orgId, variant, now],
-      );
-    }
+    await a.node.db.query(
+      `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at)
+       values ($1, 'turns', 'production', 'on', $2, $2), ($1, 'turns', 'production', 'off', $2, $2)
+       on conflict (org_id, flag_name, stage, variant) do update set last_at = excluded.last_at`,
+      [orgId, now],
+    );
   };
   const events = async () => ((await a.req('GET', '/api/audit?target=turns&limit=100', { key })).body as { action: string; actor: unknown }[]).filter((e) => e.action === 'flag.stale');
   const listedAs = async (n: TestNode, status: string) => ((await n.req('GET', `/api/flags?status=${status}`, { key })).body as { name: string }[]).map((f) => f.name);
