@@ -342,7 +342,9 @@ export class LifecycleTracker {
       usage: u === undefined ? NO_USAGE : (u as Usage),
       now,
     });
-    const entry: StatusEntry = { ...r, flag, settings: o.ms };
+    // A literal in a fixed order, not `{ ...r, flag, settings }`: V8 gave each spread copy a hidden
+    // class of its own (100,000 maps, about 11 MB, at 100,000 flags: docs/insights.md).
+    const entry: StatusEntry = { status: r.status, reasons: r.reasons, validUntil: r.validUntil, flag, settings: o.ms };
     if (e === undefined || e.status !== entry.status) o.gen++;
     if (entry.validUntil < o.nextExpiry) o.nextExpiry = entry.validUntil;
     if (entry.validUntil < o.roundExpiry) o.roundExpiry = entry.validUntil;
