@@ -33,11 +33,12 @@
  *
  * Memory of the chunks: a chunk is kept in a WeakMap under its first Flag object (one map for a
  * list's first chunk, whose leading byte is `[`, one for the others, led by `,`), holding its
- * compressed bytes (an exact-size block; about 2.5 MB for the whole 100,000-flag list) and an array
- * of its Flag objects (8 bytes a flag). A chunk the list ends (not at a cut) is not kept: pages end
- * anywhere. When a list makes a chunk, the entries under the flags inside it are dropped, since
- * they are not chunk starts any more; so the map holds about one entry per chunk of the lists
- * shown, and at most one per live Flag object. An entry whose run no longer matches (a flag in it
+ * compressed bytes (an exact-size block; about 2.6 MB for the whole 100,000-flag list) and an array
+ * of its Flag objects (8 bytes a flag). A list's last chunk, which ends where the list does rather
+ * than at a cut, is kept apart and used only to end a list (pages end anywhere). When a list makes
+ * a chunk, the entries under the flags inside it are dropped, since they are not chunk starts any
+ * more; so the maps hold about one entry per chunk of the lists shown, and at most two (a cut
+ * chunk and a last one) per live Flag object in each. An entry whose run no longer matches (a flag in it
  * was replaced) holds the old Flag objects until its first flag is listed again (the entry is then
  * replaced) or goes: at most one chunk (1,024 flags) per live Flag object, in practice the chunks
  * changed since the last list.
@@ -135,9 +136,13 @@ interface Chunk {
   readonly segment: GzipSegment;
 }
 
-/** A list's first chunk (led by `[`) and the others (led by `,`), under their first flag. */
-const openingChunks = new WeakMap<Flag, Chunk>();
-const innerChunks = new WeakMap<Flag, Chunk>();
+/**
+ * Kept chunks under their first flag: a list's first chunk (led by `[`) and the others (led by
+ * `,`); in each, the chunks that end at a cut, and those the list ended (a list's last chunk,
+ * used again only as a list's last chunk: a longer list would cut it elsewhere).
+ */
+const openingChunks = { cut: new WeakMap<Flag, Chunk>(), end: new WeakMap<Flag, Chunk>() };
+const innerChunks = { cut: new WeakMap<Flag, Chunk>(), end: new WeakMap<Flag, Chunk>() };
 
 /** A chunk ends after a flag whose name's hash is 0 mod this (256 flags, ~95 KB, on average)... */
 const CUT_MASK = 0xff;
@@ -181,12 +186,12 @@ function chunkBytes(run: readonly Flag[], lead: number, size: number): Buffer {
   return out.subarray(0, size);
 }
 
-/** A chunk to make: flags [start, end) of the list, `bytes` long; `kept` when it ends at a cut. */
+/** A chunk to make: flags [start, end) of the list, `bytes` long; `cut` when it ends at a cut. */
 interface NewChunk {
   start: number;
   end: number;
   bytes: number;
-  kept: boolean;
+  cut: boolean;
 }
 
 const CLOSING = finalSegment(Buffer.from(']'));
@@ -221,8 +226,14 @@ export function flagListGzip(flags: readonly Flag[], maxBytes: number, minBytes 
   let made = 0;
   let i = 0;
   while (i < n) {
-    const kept = (i === 0 ? openingChunks : innerChunks).get(flags[i]);
-    if (kept !== undefined && sameRun(kept.flags, flags, i)) {
+    const maps = i === 0 ? openingChunks : innerChunks;
+    let kept = maps.cut.get(flags[i]);
+    if (kept !== undefined && !sameRun(kept.flags, flags, i)) kept = undefined;
+    if (kept === undefined) {
+      const last = maps.end.get(flags[i]);
+      if (last !== undefined && i + last.flags.length === n && sameRun(last.flags, flags, i)) kept = last;
+    }
+    if (kept !== undefined) {
       bytes += kept.segment.length;
       if (bytes > maxBytes) throw new AnswerTooLargeError(maxBytes);
       plan.push(kept);
@@ -251,7 +262,7 @@ export function flagListGzip(flags: readonly Flag[], maxBytes: number, minBytes 
       if (bytes > maxBytes) throw new AnswerTooLargeError(maxBytes);
       cut = cutAfter(flag) || i - start >= MAX_CHUNK_FLAGS || chunk >= MAX_CHUNK_BYTES;
     }
-    plan.push({ start, end: i, bytes: chunk, kept: cut });
+    plan.push({ start, end: i, bytes: chunk, cut });
   }
   if (bytes < minBytes) return null;
   if (madeFlags.length > 0) keep(madeFlags, texts, lengths, made);
@@ -267,9 +278,13 @@ export function flagListGzip(flags: readonly Flag[], maxBytes: number, minBytes 
     segments[k] = segment;
     work.made++;
     work.bytesCompressed += p.bytes;
-    if (p.kept) (p.start === 0 ? openingChunks : innerChunks).set(run[0], { flags: run, segment });
+    const maps = p.start === 0 ? openingChunks : innerChunks;
+    (p.cut ? maps.cut : maps.end).set(run[0], { flags: run, segment });
     // The flags inside this chunk start none in this list: their entries (made by an older list) go.
-    for (let j = 1; j < run.length; j++) innerChunks.delete(run[j]);
+    for (let j = 1; j < run.length; j++) {
+      innerChunks.cut.delete(run[j]);
+      innerChunks.end.delete(run[j]);
+    }
   }
   work.chunks = plan.length;
   return gzipFromSegments(segments, CLOSING);

@@ -37,7 +37,7 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
   // A large list goes gzip-coded to a client that accepts gzip, even one that prefers br: its
   // gzip body is assembled from chunks compressed once (list-body.ts flagListGzip), where br would
   // compress the whole list again after every write (about 0.2 s of the actor's CPU and a 37 MB
-  // buffer at 100,000 flags; docs/api.md#compression). Other clients get the list as it is, which
+  // buffer at 100,000 flags; docs/api.md#large-answers). Other clients get the list as it is, which
   // the actor compresses in a coding they accept (content-encoding.ts encodeAnswer).
   const gzip = acceptsCoding(inc.headers['accept-encoding'] ?? '', 'gzip');
   const key = listCacheKey(auth.principal.orgId, auth.snapshot.org.version, auth.principal.application, inc.query, host, gzip ? 'gzip' : '');
