@@ -7,10 +7,14 @@
  *   list (the route now);
  * - `copy`: one more copy of the body (what a kept list costs per repeat, into the piece slots);
  * - `brotli q1`: `compress(body, 'br')` (src/http/content-encoding.ts) of the new body, what a
- *   client that accepts br (every browser, curl --compressed) gets.
+ *   client that accepts br and not gzip gets, and what every client that accepts br got before
+ *   the gzip list;
+ * - `gzip 1`: `compress(body, 'gzip')` of the new body (the whole list gzip-coded in one go);
+ * - `flagListGzip`: the gzip body from kept chunks (what a client that accepts gzip gets now),
+ *   with the chunks and bytes it compressed again.
  *
  * Each round first replaces one flag with a new object (as a write does in the snapshot), then
- * times the four steps, the two serialisers in alternating order; per step the median and the
+ * times the steps, the two serialisers in alternating order; per step the median and the
  * range over the rounds, and the per-round ratio flagListBody / boundedJson. Wall time and the
  * process's CPU time (process.cpuUsage: V8's garbage collection helpers included). Also the
  * memory the kept fragments hold (run with --expose-gc for steadier figures).
@@ -18,7 +22,7 @@
  *   npm run build && node --expose-gc dist/bench/list-body.js [--flags 100000] [--rounds 9]
  */
 import type { Flag } from '../src/domain/types.js';
-import { flagListBody } from '../src/features/flags/list-body.js';
+import { flagListBody, flagListGzip, lastGzipWork } from '../src/features/flags/list-body.js';
 import { compress } from '../src/http/content-encoding.js';
 import { boundedJson } from '../src/util/bounded-json.js';
 import { numberArg } from './argv.js';
@@ -72,8 +76,11 @@ gc();
 const m1 = process.memoryUsage();
 console.log(`${flagCount} flags, body ${mb(first.length)}; kept fragments: heap +${mb(m1.heapUsed - m0.heapUsed)}, ` +
   `array buffers +${mb(m1.arrayBuffers - m0.arrayBuffers)} (the body itself ${mb(first.length)} of that, still referenced)`);
+const firstGzip = time('first gzip list (every chunk compressed and kept)', () => flagListGzip(list, BOUND)!);
 const ratios: number[] = [];
 let brotliBytes = 0;
+let gzipBytes = 0;
+const gzipWork: string[] = [];
 for (let r = 0; r < rounds; r++) {
   const i = (r * 7919) % flagCount;
   list[i] = flag(i, `changed in round ${r}`); // a write: the flag's new object
@@ -90,8 +97,15 @@ for (let r = 0; r < rounds; r++) {
   time('copy of the body', () => body.copy(target));
   gc();
   brotliBytes = time('brotli q1 of the new body', () => compress(body, 'br')).length;
+  gc();
+  gzipBytes = time('gzip 1 of the new body', () => compress(body, 'gzip')).length;
+  gc();
+  time('flagListGzip (one flag changed)', () => flagListGzip(list, BOUND));
+  const w = lastGzipWork();
+  gzipWork.push(`${w.made}/${w.chunks} chunks, ${(w.bytesCompressed / 1e3).toFixed(0)} KB`);
 }
 console.log(`brotli q1: ${mb(first.length)} to ${mb(brotliBytes)} (the seeded 100,000-flag organization: about 37 MB to 2 MB)`);
+console.log(`gzip 1: ${mb(gzipBytes)}; flagListGzip: ${mb(firstGzip.length)}; compressed again per round: ${gzipWork.join('; ')}`);
 console.log(`${rounds} rounds; per step: median ms (range), wall and process CPU`);
 for (const [name, s] of steps) console.log(`  ${name.padEnd(46)} wall ${median(s.wall).toFixed(1)} (${range(s.wall)})  cpu ${median(s.cpu).toFixed(1)} (${range(s.cpu)})`);
 console.log(`  flagListBody / boundedJson per round: median ${median(ratios).toFixed(3)} (${range(ratios.map((x) => x * 1000))} ‰)`);

@@ -9,18 +9,27 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 export type Encoding = 'br' | 'gzip' | 'identity';
 
-/** `br`, `gzip` or `identity`: the best the client accepts (q=0 refuses). */
-export function chooseEncoding(acceptEncoding: string): Encoding {
-  let br = false;
-  let gzip = false;
+/**
+ * Whether the client accepts `coding`: named with a q above 0, or not named and `*` is, with a
+ * q above 0 (RFC 9110 12.5.3: `*` stands for the codings not named; q=0 refuses). `*` stands
+ * for gzip only here: brotli is sent to a client that names it.
+ */
+export function acceptsCoding(acceptEncoding: string, coding: 'br' | 'gzip'): boolean {
+  let named: boolean | null = null;
+  let star = false;
   for (const part of acceptEncoding.toLowerCase().split(',')) {
     const [token, ...params] = part.trim().split(';');
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    if (q !== undefined && !(Number(q.slice(2)) > 0)) continue;
-    if (token === 'br') br = true;
-    else if (token === 'gzip' || token === '*') gzip = true;
+    const ok = q === undefined || Number(q.slice(2)) > 0;
+    if (token.trim() === coding) named = named === true || ok;
+    else if (token.trim() === '*') star = ok;
   }
-  return br ? 'br' : gzip ? 'gzip' : 'identity';
+  return named ?? (coding === 'gzip' && star);
+}
+
+/** `br`, `gzip` or `identity`: the best the client accepts (q=0 refuses). */
+export function chooseEncoding(acceptEncoding: string): Encoding {
+  return acceptsCoding(acceptEncoding, 'br') ? 'br' : acceptsCoding(acceptEncoding, 'gzip') ? 'gzip' : 'identity';
 }
 
 /** Answers smaller than this go as they are: compressing them saves the front little. */

@@ -2,12 +2,16 @@
  * The flag list's body from kept per-flag JSON (src/features/flags/list-body.ts): byte for byte
  * JSON.stringify's text and boundedJson's (property-tested with fast-check), a flag's JSON kept
  * per Flag object (a new object is serialised again, an unchanged one is not), and the answer
- * bound refused at exactly the sizes boundedJson refuses, stopping there.
+ * bound refused at exactly the sizes boundedJson refuses, stopping there. The gzip body
+ * (flagListGzip) gunzips to exactly flagListBody's bytes through writes that replace, insert and
+ * delete flags (fast-check), compresses again only the chunks a write changed, and refuses at the
+ * same bound.
  */
+import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import t from 'tap';
 import type { Flag } from '../../../src/domain/types.js';
-import { flagListBody, keptJson } from '../../../src/features/flags/list-body.js';
+import { flagListBody, flagListGzip, keptJson, lastGzipWork } from '../../../src/features/flags/list-body.js';
 import { AnswerTooLargeError, boundedJson } from '../../../src/util/bounded-json.js';
 
 const BIG = 1 << 30;
@@ -126,4 +130,104 @@ t.test('the bound: refused at the same sizes as boundedJson, and it stops there'
   const err = t.throws(() => flagListBody(many, 100_000), AnswerTooLargeError, 'refused');
   t.match(err, { limit: 100_000 }, 'the error carries the bound');
   t.ok(reads > 0 && reads < 1000, `stopped after ${reads} flags of 50,000`);
+});
+
+/** A plain flag of the bench's shape, cheap to make by the thousand (names in byte order). */
+const plain = (i: number, description = `flag ${i}`): Flag => ({
+  name: `flag-${String(i).padStart(6, '0')}`, project: 'default', type: 'boolean', description, tags: ['t'], isArchived: false,
+  variants: [{ key: 'on', value: true, valueType: 'boolean' }, { key: 'off', value: false, valueType: 'boolean' }],
+  environments: ['production'], dependencies: [], purpose: 'release', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+});
+
+/** gunzip of flagListGzip, or the error's class. */
+function gzipped(flags: readonly Flag[], max: number): Buffer | string {
+  try {
+    return gunzipSync(flagListGzip(flags, max)!);
+  } catch (err) {
+    return (err as Error).constructor.name;
+  }
+}
+
+/** A write to a list: replace a flag with a new object, insert one, delete one. */
+type Op = { kind: 'replace' | 'insert' | 'delete'; at: number; flag: Flag };
+const op: fc.Arbitrary<Op> = fc.record({ kind: fc.constantFrom('replace', 'insert', 'delete'), at: fc.nat(), flag });
+
+t.test('the gzip body gunzips to exactly the list body, through writes', async (t) => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 3000 }), fc.array(op, { maxLength: 6 }), fc.array(flag, { maxLength: 5 }), (size, ops, odd) => {
+      const list = Array.from({ length: size }, (_, i) => plain(i));
+      list.splice(Math.floor(size / 2), 0, ...odd); // non-ASCII and escaped text somewhere in the middle
+      for (const o of [null, ...ops]) {
+        if (o !== null) {
+          const at = o.at % (list.length + 1);
+          if (o.kind === 'insert' || list.length === 0) list.splice(at, 0, o.flag);
+          else if (o.kind === 'delete') list.splice(Math.min(at, list.length - 1), 1);
+          else list[Math.min(at, list.length - 1)] = { ...o.flag, name: list[Math.min(at, list.length - 1)].name };
+        }
+        const gz = flagListGzip(list, BIG)!;
+        if (!gunzipSync(gz).equals(flagListBody(list, BIG))) return false;
+        // A page of it (starting elsewhere, ending anywhere) too.
+        const page = list.slice(Math.floor(list.length / 3), Math.floor(list.length / 3) + 700);
+        if (!gunzipSync(flagListGzip(page, BIG)!).equals(Buffer.from(JSON.stringify(page), 'utf8'))) return false;
+      }
+      return true;
+    }),
+    { numRuns: 60 },
+  );
+  t.equal(gunzipSync(flagListGzip([], BIG)!).toString(), '[]', 'no flags: []');
+  t.equal(flagListGzip([plain(1)], BIG, 1000), null, 'shorter than minBytes: null');
+});
+
+t.test('a write compresses again the chunks it changed, not the list', async (t) => {
+  const list = Array.from({ length: 20_000 }, (_, i) => plain(i));
+  const first = flagListGzip(list, BIG)!;
+  const all = lastGzipWork();
+  t.ok(all.chunks > 40, `the list is cut into ${all.chunks} chunks`);
+  t.equal(all.made, all.chunks, 'the first list compresses every chunk');
+  t.ok(gunzipSync(first).equals(flagListBody(list, BIG)));
+
+  flagListGzip(list, BIG);
+  t.equal(lastGzipWork().made, 0, 'the same list again: nothing compressed');
+  const body = flagListBody(list, BIG).length;
+  const check = (what: string, most: number) => {
+    const gz = flagListGzip(list, BIG)!;
+    const w = lastGzipWork();
+    t.ok(w.made <= most && w.bytesCompressed < body / 20, `${what}: ${w.made} chunks, ${w.bytesCompressed} of ${body} bytes compressed`);
+    t.ok(gunzipSync(gz).equals(flagListBody(list, BIG)), `${what}: the same bytes as the list body`);
+  };
+  list[10_000] = plain(10_000, 'written: é € 𝄞 "quoted" \n');
+  check('one flag replaced', 1);
+  list.splice(5000, 0, plain(5000.5 as number));
+  check('one flag inserted', 2);
+  list.splice(15_000, 1);
+  check('one flag deleted', 2);
+  list[0] = plain(0, 'the first');
+  check('the first flag replaced', 1);
+  list.pop();
+  check('the last flag deleted', 1);
+  const page = list.slice(3000, 3700);
+  flagListGzip(page, BIG);
+  flagListGzip(page, BIG);
+  t.equal(lastGzipWork().made, 0, 'a page again: its last chunk kept as a last chunk');
+  t.ok(gunzipSync(flagListGzip(list.slice(3000, 3701), BIG)!).equals(flagListBody(list.slice(3000, 3701), BIG)), 'and not used where the list goes on');
+});
+
+t.test('the gzip body: refused at the same bound as the list body, nothing kept then', async (t) => {
+  fc.assert(
+    fc.property(fc.array(flag, { maxLength: 6 }), fc.integer({ min: 0, max: 1500 }), (flags, max) => {
+      const ref = assembled(flags, max);
+      const got = gzipped(flags, max);
+      return same(got, ref);
+    }),
+    { numRuns: 2000 },
+  );
+  const fresh = fc.sample(flag, { numRuns: 3, seed: 21 });
+  const size = Buffer.byteLength(JSON.stringify(fresh));
+  t.throws(() => flagListGzip(fresh, size - 1), AnswerTooLargeError, 'one byte over');
+  t.equal(keptJson(fresh[0]), undefined, 'a refused list keeps nothing');
+  t.ok(gunzipSync(flagListGzip(fresh, size)!).equals(Buffer.from(JSON.stringify(fresh), 'utf8')), 'at the bound: answered');
+  const big = Array.from({ length: 3000 }, (_, i) => plain(i));
+  const sizeBig = flagListBody(big, BIG).length;
+  t.ok(gunzipSync(flagListGzip(big, sizeBig)!).length === sizeBig, 'kept chunks counted: at the bound, answered');
+  t.throws(() => flagListGzip(big, sizeBig - 1), AnswerTooLargeError, 'kept chunks counted: one byte over');
 });
