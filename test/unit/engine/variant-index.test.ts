@@ -34,11 +34,9 @@ function evalChecked(t: Test, s: OrgSnapshot, name: string, userId = 'user-1', c
   return ev;
 }
 
-const three = [
-  { key: 'red', value: 'R', valueType: 'string' as const },
-  { key: 'green', value: 'G', valueType: 'string' as const },
-  { key: 'blue', value: 'B', valueType: 'string' as const },
-];
+/** A string variant whose value is `value` (the key's first letter, upper case, by default). */
+const sv = (key: string, value = key[0].toUpperCase()) => ({ key, value, valueType: 'string' as const });
+const three = [sv('red'), sv('green'), sv('blue')];
 
 t.test('a split serves each variant with its own index; a single allocation, a rule without allocations and the default theirs', async (t) => {
   const f = flag({ name: 'f', variants: three });
@@ -88,12 +86,7 @@ t.test('no variant served: -1 (no variants, keys naming no variant, no configura
 t.test('duplicate keys: the first of each key numbers it, as CompiledFlag.variants keeps it', async (t) => {
   const f = flag({
     name: 'dup',
-    variants: [
-      { key: 'a', value: 'A1', valueType: 'string' },
-      { key: 'b', value: 'B', valueType: 'string' },
-      { key: 'a', value: 'A2', valueType: 'string' },
-      { key: 'c', value: 'C', valueType: 'string' },
-    ],
+    variants: [sv('a', 'A1'), sv('b'), sv('a', 'A2'), sv('c')],
   });
   const s = snap(org(), [f], { dup: [config({ defaultVariantKey: 'c' })] });
   t.same([...s.flags.get('dup')!.variants.keys()], ['a', 'b', 'c']);
