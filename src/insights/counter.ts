@@ -46,7 +46,8 @@ class StageCells {
     readonly stage: string,
     variantCount: number,
   ) {
-    this.cells = new Array<Cell | null>(variantCount + 1).fill(null);
+    // Array.from: packed elements (`new Array(n).fill(null)` would be holey: a hole check per read).
+    this.cells = Array.from({ length: variantCount + 1 }, () => null);
   }
 }
 

@@ -73,7 +73,9 @@ interface FlagRecord {
 /** A record of `cf`, with every count at 0. */
 function recordOf(snapshot: OrgSnapshot, cf: CompiledFlag): FlagRecord {
   const variants = ['', ...cf.variants.keys()];
-  return { flag: cf.flag.name, reads: readsReservedContext(snapshot, cf), variants, counts: new Array<number>(variants.length).fill(0), dirty: false };
+  // Array.from: a packed array of small integers (`new Array(n).fill(0)` would be a holey one,
+  // whose every read checks for a hole).
+  return { flag: cf.flag.name, reads: readsReservedContext(snapshot, cf), variants, counts: Array.from(variants, () => 0), dirty: false };
 }
 
 export type FlagType = 'boolean' | 'string' | 'number' | 'object';
