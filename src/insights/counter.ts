@@ -10,10 +10,12 @@
  * (`Evaluation.index`, -1 for none), and each stage holds an array of the flag's variant count + 1
  * slots, so the cell is `cells[index + 1]`: one indexed read, no comparison of keys (a scan of the
  * keys mispredicts with a 50/50 split; docs/insights.md, "Cost on the hot path"). A cell is made on
- * the first evaluation that serves its variant. A cell that goes from 0 to 1 joins the `dirty` list; `drain` (off the hot path, every
- * `VEXIL_INSIGHTS_FLUSH_MS / 4` at most one second) takes the dirty cells' counts as rows and
- * zeroes them. Memory: one cell per (flag, stage, variant) served on this thread, held as long as
- * the compiled flag object is; between two drains the dirty list holds at most every cell once.
+ * the first evaluation that serves its variant. A cell that goes from 0 to 1 joins the `dirty`
+ * list; `drain` (off the hot path, every `VEXIL_INSIGHTS_FLUSH_MS / 4` at most one second) takes
+ * the dirty cells' counts as rows and zeroes them. Memory: per (flag, stage) served on this thread
+ * an array of the flag's variant count + 1 slots, and one cell per (flag, stage, variant) served,
+ * held as long as the compiled flag object is; between two drains the dirty list holds at most
+ * every cell once.
  *
  * The application counted is the key's: an evaluating key may evaluate only flags of its own
  * application (evaluation/check.ts), so it is the flag's project, in the organization's spelling.
