@@ -33,7 +33,8 @@ const rest: PoolItem[] = Array.from({ length: 64 }, (_, i) => ({
   kind: 'eval', orgId: '5b2a2c8e-1111-4c1e-9d1e-2f8f7c3c0a01', version: 42, flag: `bench-flag-${i % 10}`,
   userId: `user-${i}`, stage: 'production', clientId: null, context: { country: 'NL', plan: 'pro' },
 }));
-const restOut: EvalOutcome[] = rest.map(() => ({ key: 'on', variant: true, reason: { code: 'rule_matched', message: 'Matched rule nl at priority 1', ruleId: 'nl' } }));
+// The worker encodes the engine's results, `index` included (encodeOutcome leaves it out of the wire).
+const restOut: EvalOutcome[] = rest.map(() => ({ key: 'on', variant: true, reason: { code: 'rule_matched', message: 'Matched rule nl at priority 1', ruleId: 'nl' }, index: 0 }));
 const query = `{ ${Array.from({ length: 100 }, (_, i) => `e${i}: evaluate(key: "bench-flag-${i}", userId: "u0", stage: "production", context: {country: "NL"}) { key variant }`).join(' ')} }`;
 const gql: PoolItem[] = [{ kind: 'graphql', orgId: 'o1', version: 42, principal, query, operationName: null, variables: null }];
 const gqlOut: EvalOutcome[] = [{ graphql: JSON.stringify({ data: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`e${i}`, { key: 'on', variant: true }])) }) }];

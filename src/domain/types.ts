@@ -151,11 +151,26 @@ export interface EvaluationReason {
   ruleId?: string;
 }
 
-export interface Evaluation {
+/** What an evaluation answers: the fields every transport writes (REST, OFREP, GraphQL, the pool's wire). */
+export interface EvaluationAnswer {
   key: string | null;
   variant: unknown;
   reason: EvaluationReason;
 }
+
+/**
+ * The engine's result: the answer plus `index`, the served variant's position in the compiled
+ * flag's variants (`CompiledFlag.variants`, in insertion order), or `NO_VARIANT_INDEX` (-1) when
+ * `key` is null. It is for the counters on the thread that ran the engine (insights/counter.ts,
+ * the OpenFeature provider) and is never serialised: transports write the answer's fields by name,
+ * and the worker pool's wire carries the answer only (evaluation/pool/protocol.ts).
+ */
+export interface Evaluation extends EvaluationAnswer {
+  index: number;
+}
+
+/** `Evaluation.index` when no variant is served (`key` null). */
+export const NO_VARIANT_INDEX = -1;
 
 /** What a caller asks the engine; `stage` is already resolved to the organization's spelling. */
 export interface EvaluationRequest {

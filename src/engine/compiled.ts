@@ -15,6 +15,8 @@ export interface CompiledAllocation {
   key: string | null;
   /** Value answered (null when variantKey names no variant of the flag). */
   value: unknown;
+  /** `Evaluation.index` answered: the variant's position in `CompiledFlag.variants`, or -1 (no variant). */
+  index: number;
 }
 
 export interface CompiledRule {
@@ -52,6 +54,8 @@ export interface CompiledConfig {
   /** The terminal variant: defaultVariantKey when it names a variant, else null/null. */
   defaultKey: string | null;
   defaultValue: unknown;
+  /** `Evaluation.index` of the terminal variant: its position in `CompiledFlag.variants`, or -1 (null key). */
+  defaultIndex: number;
   reasons: ConfigReasons;
 }
 
@@ -63,6 +67,10 @@ export interface StageConfigs {
 
 export interface CompiledFlag {
   flag: Flag;
+  /**
+   * The flag's variants by key, the first of each key in `flag.variants` order. That order numbers
+   * them: `Evaluation.index` is a position in it (fixed for this compiled flag).
+   */
   variants: Map<string, Variant>;
   /** By configKey(stage, clientId). */
   configs: Map<string, CompiledConfig>;

@@ -3,11 +3,14 @@
  * (400/404/403 and resolving the stage to the organization's spelling) is the caller's. Pure:
  * `nowMs` is passed in.
  *
- * Hot path: one result object per call; reasons of the common outcomes are shared frozen objects
- * precomputed by compileFlag (do not mutate `evaluation.reason`; replace or drop it instead).
+ * Hot path: one result object per call, always of the shape {key, variant, reason, index} (one
+ * hidden class); reasons of the common outcomes are shared frozen objects precomputed by
+ * compileFlag (do not mutate `evaluation.reason`; replace or drop it instead), and `index` (the
+ * served variant's position in the compiled flag's variants, -1 for none) is copied from the
+ * compiled allocation or configuration, never looked up.
  */
 import { clientIdApplication, nameKey, sameName } from '../domain/name-matching.js';
-import type { Evaluation, EvaluationReason, EvaluationRequest, KillSwitchRule } from '../domain/types.js';
+import { NO_VARIANT_INDEX, type Evaluation, type EvaluationReason, type EvaluationRequest, type KillSwitchRule } from '../domain/types.js';
 import { allocationBucket, BUCKETS, rolloutBucket } from './hash.js';
 import { conditionMatches } from './conditions.js';
 import type { CompiledConfig, CompiledFlag, OrgSnapshot } from './compiled.js';
@@ -66,8 +69,8 @@ export function selectConfig(flag: CompiledFlag, stage: string, clientId: string
 
 function terminal(config: CompiledConfig | null, reason: EvaluationReason): Evaluation {
   return config === null
-    ? { key: null, variant: null, reason }
-    : { key: config.defaultKey, variant: config.defaultValue, reason };
+    ? { key: null, variant: null, reason, index: NO_VARIANT_INDEX }
+    : { key: config.defaultKey, variant: config.defaultValue, reason, index: config.defaultIndex };
 }
 
 /**
@@ -97,7 +100,7 @@ function evaluate(
   const clientId = req.clientId ?? null;
 
   // 2. no_variants: no variant to answer, so key and variant are null.
-  if (cf.variants.size === 0) return { key: null, variant: null, reason: NO_VARIANTS };
+  if (cf.variants.size === 0) return { key: null, variant: null, reason: NO_VARIANTS, index: NO_VARIANT_INDEX };
 
   // The configuration of the request, used by every terminal outcome from here on.
   const config = selectConfig(cf, stage, clientId);
@@ -141,6 +144,7 @@ function evaluate(
             ? `Stage '${stage}' has no configuration`
             : `Stage '${stage}' has no configuration (neither for client '${clientId}' nor without a client)`,
       },
+      index: NO_VARIANT_INDEX,
     };
   }
 
@@ -196,20 +200,20 @@ function evaluate(
     if (rule.segments.length > 0 && !inSegments(snapshot, rule.segments, req.userId, context)) continue;
     const allocs = rule.allocations;
     const n = allocs.length;
-    if (n === 0) return { key: config.defaultKey, variant: config.defaultValue, reason: rule.reason };
-    if (n === 1) return { key: allocs[0].key, variant: allocs[0].value, reason: rule.reason };
+    if (n === 0) return { key: config.defaultKey, variant: config.defaultValue, reason: rule.reason, index: config.defaultIndex };
+    if (n === 1) return { key: allocs[0].key, variant: allocs[0].value, reason: rule.reason, index: allocs[0].index };
     const ab = allocationBucket(flag.name, req.userId);
     for (let a = 0; a < n; a++) {
       const alloc = allocs[a];
-      if (ab < alloc.upTo) return { key: alloc.key, variant: alloc.value, reason: rule.reason };
+      if (ab < alloc.upTo) return { key: alloc.key, variant: alloc.value, reason: rule.reason, index: alloc.index };
     }
     // Unreachable: the last threshold is 10000.
     const last = allocs[n - 1];
-    return { key: last.key, variant: last.value, reason: rule.reason };
+    return { key: last.key, variant: last.value, reason: rule.reason, index: last.index };
   }
 
   // 13. default
-  return { key: config.defaultKey, variant: config.defaultValue, reason: config.reasons.default };
+  return { key: config.defaultKey, variant: config.defaultValue, reason: config.reasons.default, index: config.defaultIndex };
 }
 
 function allMatch(conds: readonly CompiledCondition[], userId: string, context: Record<string, unknown> | null): boolean {

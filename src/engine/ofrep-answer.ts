@@ -2,7 +2,7 @@
  * Shaping an evaluation as OFREP's evaluationSuccess (docs/ofrep.md, "Answers"): Vexil's reason
  * code mapped to OFREP's reason (a matched rule that splits is SPLIT), serialised by hand. Pure.
  */
-import type { Evaluation, ReasonCode } from '../domain/types.js';
+import type { EvaluationAnswer, ReasonCode } from '../domain/types.js';
 import { selectConfig, type CompiledFlag, type CompiledRule } from './index.js';
 
 export type OfrepReason = 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DISABLED' | 'UNKNOWN';
@@ -46,7 +46,7 @@ function ruleSplits(rule: CompiledRule): boolean {
 const ruleReasons = new WeakMap<object, OfrepReason>();
 
 /** The OFREP reason of an evaluation of `cf` in (canonical) `stage` for `clientId` (the stage is only needed the first time a rule matches). */
-export function reasonOf(ev: Evaluation, cf: CompiledFlag | undefined, stage: string | (() => string), clientId: string | null): OfrepReason {
+export function reasonOf(ev: EvaluationAnswer, cf: CompiledFlag | undefined, stage: string | (() => string), clientId: string | null): OfrepReason {
   const code = ev.reason.code;
   if (code !== 'rule_matched' || cf === undefined) return REASON_MAP[code];
   let r = ruleReasons.get(ev.reason);
@@ -72,7 +72,7 @@ export interface OfrepSuccess {
  * builds one string and no intermediate objects. An outcome without a variant leaves `value` (and
  * `variant`) out, so the client uses its code default. Reason and reason code are ASCII words.
  */
-export function ofrepJson(flagKey: string, ev: Evaluation, reason: OfrepReason): string {
+export function ofrepJson(flagKey: string, ev: EvaluationAnswer, reason: OfrepReason): string {
   const tail = `,"reason":"${reason}","metadata":{"reasonCode":"${ev.reason.code}"}}`;
   return ev.key === null
     ? `{"key":${JSON.stringify(flagKey)}${tail}`

@@ -4,13 +4,14 @@
  * request: everything the hot path needs (sorted rules, cumulative thresholds, parsed times,
  * resolved variants, reason objects) is precomputed here.
  */
-import type {
-  EvaluationReason,
-  Flag,
-  FlagConfig,
-  Organization,
-  Segment,
-  Variant,
+import {
+  NO_VARIANT_INDEX,
+  type EvaluationReason,
+  type Flag,
+  type FlagConfig,
+  type Organization,
+  type Segment,
+  type Variant,
 } from '../domain/types.js';
 import { nameKey } from '../domain/name-matching.js';
 import { BUCKETS } from './hash.js';
@@ -61,9 +62,12 @@ function describeConfig(c: FlagConfig): string {
     : `stage '${c.stage}', client '${c.clientId}'`;
 }
 
+/** A variant of the flag by key, with its position in the compiled flag's variants (`Evaluation.index`). */
+type IndexedVariants = Map<string, { v: Variant; index: number }>;
+
 function compileRule(
   rule: FlagConfig['rules'][number],
-  variants: Map<string, Variant>,
+  variants: IndexedVariants,
 ): CompiledRule {
   const conditions = compileConditions(rule.conditions);
   const segments = rule.segments === undefined || rule.segments === null || rule.segments.length === 0 ? NO_SEGMENTS : rule.segments;
@@ -75,12 +79,13 @@ function compileRule(
     cumulative += Number.isFinite(a.percentage) && a.percentage > 0 ? a.percentage : 0;
     // The last allocation absorbs rounding so the thresholds end at exactly 10000.
     const upTo = i === list.length - 1 ? BUCKETS : clampBuckets(Math.round(cumulative * 100));
-    const v = variants.get(a.variantKey);
+    const iv = variants.get(a.variantKey);
     allocations.push({
       variantKey: a.variantKey,
       upTo,
-      key: v === undefined ? null : v.key,
-      value: v === undefined ? null : v.value,
+      key: iv === undefined ? null : iv.v.key,
+      value: iv === undefined ? null : iv.v.value,
+      index: iv === undefined ? NO_VARIANT_INDEX : iv.index,
     });
   }
   return new Rule(rule.id, rule.priority, conditions, segments, allocations);
@@ -168,7 +173,7 @@ class Reasons implements ConfigReasons {
   }
 }
 
-function compileConfig(config: FlagConfig, variants: Map<string, Variant>): CompiledConfig {
+function compileConfig(config: FlagConfig, variants: IndexedVariants): CompiledConfig {
   const indexed = (config.rules ?? []).map((r, i) => ({ r, i }));
   indexed.sort((a, b) => a.r.priority - b.r.priority || a.i - b.i);
   const rules = indexed.map(({ r }) => compileRule(r, variants));
@@ -178,7 +183,7 @@ function compileConfig(config: FlagConfig, variants: Map<string, Variant>): Comp
   const activeFromMs = parseTime(config.activeFrom);
   const activeUntilMs = parseTime(config.activeUntil);
   const dv = variants.get(config.defaultVariantKey);
-  const defaultKey = dv === undefined ? null : dv.key;
+  const defaultKey = dv === undefined ? null : dv.v.key;
   const reasons = new Reasons(config, activeFromMs, activeUntilMs, defaultKey);
   return {
     config,
@@ -188,7 +193,8 @@ function compileConfig(config: FlagConfig, variants: Map<string, Variant>): Comp
     activeFromMs,
     activeUntilMs,
     defaultKey,
-    defaultValue: dv === undefined ? null : dv.value,
+    defaultValue: dv === undefined ? null : dv.v.value,
+    defaultIndex: dv === undefined ? NO_VARIANT_INDEX : dv.index,
     reasons,
   };
 }
@@ -196,11 +202,16 @@ function compileConfig(config: FlagConfig, variants: Map<string, Variant>): Comp
 /** Compiles a flag and its configurations (all stages, all clientIds) into the engine's form. */
 export function compileFlag(flag: Flag, configs: FlagConfig[]): CompiledFlag {
   const variants = new Map<string, Variant>();
-  for (const v of flag.variants) if (!variants.has(v.key)) variants.set(v.key, v);
+  const indexed: IndexedVariants = new Map();
+  for (const v of flag.variants) {
+    if (variants.has(v.key)) continue;
+    indexed.set(v.key, { v, index: variants.size });
+    variants.set(v.key, v);
+  }
   const compiled = new Map<string, CompiledConfig>();
   const stages = new Map<string, StageConfigs>();
   for (const config of configs) {
-    const cc = compileConfig(config, variants);
+    const cc = compileConfig(config, indexed);
     compiled.set(configKey(config.stage, config.clientId), cc);
     for (const stageKey of [config.stage, nameKey(config.stage)]) {
       let sc = stages.get(stageKey);

@@ -11,7 +11,7 @@
  * - `explain`: what `evaluate` would answer, for a reader; not traffic, not counted.
  */
 import type { Authenticated } from '../auth/authenticate.js';
-import type { Evaluation, EvaluationRequest } from '../domain/types.js';
+import type { Evaluation, EvaluationAnswer, EvaluationRequest } from '../domain/types.js';
 import type { EvaluationCounter } from '../ops/eval-counts.js';
 import type { Runtime } from '../runtime.js';
 import { bulkAnswers, bulkFlags, type BulkRequest } from './bulk.js';
@@ -26,7 +26,7 @@ export type { BulkRequest } from './bulk.js';
  * One flag's evaluation traffic (REST, OFREP single): step 1 here on the front thread, the engine
  * here or in the worker pool (placement.ts), counted either way.
  */
-export function evaluate(rt: Runtime, auth: Authenticated, flagName: string, input: EvaluationRequest): Evaluation | Promise<Evaluation> {
+export function evaluate(rt: Runtime, auth: Authenticated, flagName: string, input: EvaluationRequest): EvaluationAnswer | Promise<EvaluationAnswer> {
   const { flag, req } = checkEvaluation(auth, flagName, input);
   const snapshot = auth.snapshot;
   return placed(

@@ -6,11 +6,16 @@
  * evaluation adds one to a cell found without allocating and without hashing a composite key: the
  * cells hang off the compiled flag object itself (`CompiledFlag.insights`), by stage (the last
  * stage used is remembered, so a bulk request's flags find theirs with one comparison) and by
- * variant (a short array compared by identity first: the variant keys are the snapshot's own
- * strings). A cell that goes from 0 to 1 joins the `dirty` list; `drain` (off the hot path, every
- * `VEXIL_INSIGHTS_FLUSH_MS / 4` at most one second) takes the dirty cells' counts as rows and
- * zeroes them. Memory: one cell per (flag, stage, variant) served on this thread, held as long as
- * the compiled flag object is; between two drains the dirty list holds at most every cell once.
+ * variant: the engine says which variant it served as an index into the compiled flag's variants
+ * (`Evaluation.index`, -1 for none), and each stage holds an array of the flag's variant count + 1
+ * slots, so the cell is `cells[index + 1]`: one indexed read, no comparison of keys (a scan of the
+ * keys mispredicts with a 50/50 split; docs/insights.md, "Cost on the hot path"). A cell is made on
+ * the first evaluation that serves its variant. A cell that goes from 0 to 1 joins the `dirty`
+ * list; `drain` (off the hot path, every `VEXIL_INSIGHTS_FLUSH_MS / 4` at most one second) takes
+ * the dirty cells' counts as rows and zeroes them. Memory: per (flag, stage) served on this thread
+ * an array of the flag's variant count + 1 slots, and one cell per (flag, stage, variant) served,
+ * held as long as the compiled flag object is; between two drains the dirty list holds at most
+ * every cell once.
  *
  * The application counted is the key's: an evaluating key may evaluate only flags of its own
  * application (evaluation/check.ts), so it is the flag's project, in the organization's spelling.
@@ -36,12 +41,16 @@ class Cell {
 }
 
 class StageCells {
-  readonly variants: string[] = [];
-  readonly cells: Cell[] = [];
+  /** By `Evaluation.index + 1` (slot 0: no variant served); null until that variant is first counted. */
+  readonly cells: (Cell | null)[];
   constructor(
     readonly flag: FlagCells,
     readonly stage: string,
-  ) {}
+    variantCount: number,
+  ) {
+    // Array.from: packed elements (`new Array(n).fill(null)` would be holey: a hole check per read).
+    this.cells = Array.from({ length: variantCount + 1 }, () => null);
+  }
 }
 
 /** The cells of one compiled flag on one thread (`CompiledFlag.insights`). */
@@ -53,23 +62,21 @@ export class FlagCells {
     readonly orgId: string,
     readonly flag: string,
     readonly application: string,
+    /** The compiled flag's variant count (`CompiledFlag.variants.size`): `Evaluation.index` is below it. */
+    readonly variantCount: number,
   ) {}
 }
 
 export class InsightsCounter {
   private dirty: Cell[] = [];
 
-  /** One evaluation of `flag` in `stage` (the organization's spelling) that served `ev`. */
+  /** One evaluation of `flag` in `stage` (the organization's spelling) that served `ev` (the engine's result for `flag`). */
   count(snapshot: OrgSnapshot, flag: CompiledFlag, stage: string, ev: Evaluation): void {
     let fc = flag.insights as FlagCells | undefined;
     if (fc === undefined || fc.owner !== this) fc = this.attach(snapshot, flag);
     let sc = fc.last;
     if (sc === null || sc.stage !== stage) sc = this.stageOf(fc, stage);
-    const v = ev.key ?? '';
-    const vs = sc.variants;
-    let i = 0;
-    while (i < vs.length && vs[i] !== v) i++;
-    const cell = i < vs.length ? sc.cells[i] : this.cellOf(sc, v);
+    const cell = sc.cells[ev.index + 1] ?? this.cellOf(sc, ev);
     if (cell.n++ === 0) this.dirty.push(cell);
   }
 
@@ -93,7 +100,7 @@ export class InsightsCounter {
   }
 
   private attach(snapshot: OrgSnapshot, flag: CompiledFlag): FlagCells {
-    const fc = new FlagCells(this, snapshot.org.id, flag.flag.name, flag.flag.project);
+    const fc = new FlagCells(this, snapshot.org.id, flag.flag.name, flag.flag.project, flag.variants.size);
     flag.insights = fc;
     return fc;
   }
@@ -101,20 +108,21 @@ export class InsightsCounter {
   private stageOf(fc: FlagCells, stage: string): StageCells {
     let sc = fc.stages.find((s) => s.stage === stage);
     if (sc === undefined) {
-      sc = new StageCells(fc, stage);
+      sc = new StageCells(fc, stage, fc.variantCount);
       fc.stages.push(sc);
     }
     fc.last = sc;
     return sc;
   }
 
-  private cellOf(sc: StageCells, variant: string): Cell {
-    // Equal but not identical strings (a variant key read from elsewhere) still find their cell.
-    const i = sc.variants.indexOf(variant);
-    if (i >= 0) return sc.cells[i];
-    const cell = new Cell(sc, variant);
-    sc.variants.push(variant);
-    sc.cells.push(cell);
+  /** The first evaluation of `sc`'s stage that served `ev`'s variant: its cell, named by the served key. */
+  private cellOf(sc: StageCells, ev: Evaluation): Cell {
+    const slot = ev.index + 1;
+    // The engine's index is within the flag's variants (engine.ts); anything else is a bug, which
+    // must not grow the array past its slots.
+    if (!(slot >= 0 && slot < sc.cells.length)) throw new RangeError(`Evaluation.index ${ev.index} outside the flag's ${sc.cells.length - 1} variants`);
+    const cell = new Cell(sc, ev.key ?? '');
+    sc.cells[slot] = cell;
     return cell;
   }
 }

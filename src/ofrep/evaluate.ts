@@ -7,7 +7,7 @@
  */
 import type { Authenticated } from '../auth/authenticate.js';
 import { VexilError } from '../domain/errors.js';
-import type { Evaluation, EvaluationRequest } from '../domain/types.js';
+import type { EvaluationAnswer, EvaluationRequest } from '../domain/types.js';
 import type { OrgSnapshot } from '../engine/index.js';
 import { ofrepJson, reasonOf } from '../engine/ofrep-answer.js';
 import { checkScope, resolveStage } from '../evaluation/check.js';
@@ -23,7 +23,7 @@ import { evaluationInput, type OfrepRequest } from './request.js';
  */
 export function evaluateOne(rt: Runtime, auth: Authenticated, flagKey: string, req: OfrepRequest): string | Promise<string> {
   const input = evaluationInput(auth, req, flagKey);
-  let ev: Evaluation | Promise<Evaluation>;
+  let ev: EvaluationAnswer | Promise<EvaluationAnswer>;
   try {
     ev = evaluate(rt, auth, flagKey, input);
   } catch (err) {
@@ -33,7 +33,7 @@ export function evaluateOne(rt: Runtime, auth: Authenticated, flagKey: string, r
 }
 
 /** The evaluationSuccess of a single evaluation (the stage is resolved only when a rule's split must be looked up). */
-function singleAnswer(auth: Authenticated, flagKey: string, input: EvaluationRequest, ev: Evaluation): string {
+function singleAnswer(auth: Authenticated, flagKey: string, input: EvaluationRequest, ev: EvaluationAnswer): string {
   const cf = ev.reason.code === 'rule_matched' ? auth.snapshot.flags.get(flagKey) : undefined;
   return ofrepJson(flagKey, ev, reasonOf(ev, cf, cf === undefined ? '' : () => resolveStage(auth, input.stage, true), input.clientId));
 }

@@ -60,9 +60,22 @@ interface FlagRecord {
   /** The flag's name, for the report (the record outlives a data change until it is harvested). */
   flag: string;
   reads: boolean;
+  /**
+   * The report's variant names by `Evaluation.index + 1`: '' (no variant served), then the compiled
+   * flag's variant keys in its order (`CompiledFlag.variants`), which the engine's index numbers.
+   */
   variants: string[];
+  /** Unsent counts by `Evaluation.index + 1`, as long as `variants`. */
   counts: number[];
   dirty: boolean;
+}
+
+/** A record of `cf`, with every count at 0. */
+function recordOf(snapshot: OrgSnapshot, cf: CompiledFlag): FlagRecord {
+  const variants = ['', ...cf.variants.keys()];
+  // Array.from: a packed array of small integers (`new Array(n).fill(0)` would be a holey one,
+  // whose every read checks for a hole).
+  return { flag: cf.flag.name, reads: readsReservedContext(snapshot, cf), variants, counts: Array.from(variants, () => 0), dirty: false };
 }
 
 export type FlagType = 'boolean' | 'string' | 'number' | 'object';
@@ -179,16 +192,13 @@ export class VexilProvider implements Provider {
 
   // ---- evaluation counts (POST /sdk/v1/metrics) ---------------------------------------------------
 
-  /** One evaluation of `rec`'s flag that served variant `v` ('' for none). */
-  private countEvaluation(rec: FlagRecord, v: string, now: number): void {
-    const vs = rec.variants;
-    let i = 0;
-    while (i < vs.length && vs[i] !== v) i++;
-    if (i === vs.length) {
-      vs.push(v);
-      rec.counts.push(0);
-    }
-    rec.counts[i]++;
+  /**
+   * One evaluation of `rec`'s flag that served the variant at `index` (`Evaluation.index`: -1 for
+   * none): one indexed increment, no comparison of keys (a scan of them mispredicts with a 50/50
+   * split; docs/insights.md, "The provider row").
+   */
+  private countEvaluation(rec: FlagRecord, index: number, now: number): void {
+    rec.counts[index + 1]++;
     if (!rec.dirty) {
       rec.dirty = true;
       this.dirtyRecords.push(rec);
@@ -306,14 +316,14 @@ export class VexilProvider implements Provider {
       const stage = this.stage;
       let rec = this.reservedReaders.get(cf);
       if (rec === undefined) {
-        rec = { flag: cf.flag.name, reads: readsReservedContext(snapshot, cf), variants: [], counts: [], dirty: false };
+        rec = recordOf(snapshot, cf);
         this.reservedReaders.set(cf, rec);
       }
       const evalContext = !rec.reads && isPlainContext(context) ? context : evaluationContextOf(context);
       const now = Date.now();
       const ev = evaluateFlag(snapshot, cf, { userId, stage, clientId, context: evalContext }, now);
-      // Counted in memory (a few array reads); sent later, off this path (sendMetrics).
-      if (this.counting) this.countEvaluation(rec, ev.key ?? '', now);
+      // Counted in memory (one indexed increment); sent later, off this path (sendMetrics).
+      if (this.counting) this.countEvaluation(rec, ev.index, now);
       const flagMetadata = metadataOf(ev.reason.code);
       const reason = reasonOf(ev, cf, stage, clientId);
       // An outcome without a variant: the code default, as OFREP leaves `value` out.

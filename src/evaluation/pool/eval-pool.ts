@@ -15,7 +15,7 @@
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { badRequest, VexilError } from '../../domain/errors.js';
-import type { Evaluation } from '../../domain/types.js';
+import type { EvaluationAnswer } from '../../domain/types.js';
 import type { SnapshotPublisher } from '../../snapshots/publisher.js';
 import type { SharedStoreWriter } from '../../snapshots/shared-store.js';
 import type { InsightsRows } from '../../insights/counter.js';
@@ -159,8 +159,8 @@ export class EvalPool {
     if (started >= 0) this.policy.recordInline(transport, (performance.now() - started) * 1000, evaluations);
   }
 
-  evaluate(item: Omit<EvalItem, 'kind'>): Promise<Evaluation> {
-    return this.submit({ kind: 'eval', ...item }, 'rest', 1) as Promise<Evaluation>;
+  evaluate(item: Omit<EvalItem, 'kind'>): Promise<EvaluationAnswer> {
+    return this.submit({ kind: 'eval', ...item }, 'rest', 1) as Promise<EvaluationAnswer>;
   }
 
   /**

@@ -17,7 +17,7 @@
  * worker. The answers come back the same way: one line per item, tagged by its first character.
  */
 import type { Principal } from '../../auth/permissions.js';
-import type { Evaluation } from '../../domain/types.js';
+import type { EvaluationAnswer } from '../../domain/types.js';
 
 export type { StoreMessage } from '../../snapshots/shared-store.js';
 
@@ -81,8 +81,12 @@ export interface EvalTask {
 }
 
 export type PoolError = { error: 'NOT_FOUND' | 'INTERNAL'; message: string };
-/** An evaluation, a serialised GraphQL response, OFREP bulk's answers, an error, or "not yet: hand it out again". */
-export type EvalOutcome = Evaluation | { graphql: string } | { bulk: string } | PoolError | { retry: true };
+/**
+ * An evaluation's answer, a serialised GraphQL response, OFREP bulk's answers, an error, or "not
+ * yet: hand it out again". An evaluation travels as its answer only: the engine's `index` is for
+ * the worker's own counters and is not sent (`encodeOutcome`).
+ */
+export type EvalOutcome = EvaluationAnswer | { graphql: string } | { bulk: string } | PoolError | { retry: true };
 
 export interface WorkerData {
   channel: string;
@@ -142,7 +146,8 @@ export function encodeOutcome(o: EvalOutcome): string {
   if ('error' in o) return TAG_ERROR + JSON.stringify(o);
   if ('graphql' in o) return TAG_GRAPHQL + o.graphql;
   if ('bulk' in o) return TAG_BULK + o.bulk;
-  return TAG_EVAL + JSON.stringify(o);
+  // The answer's fields by name: an Evaluation's `index` stays in the worker.
+  return TAG_EVAL + JSON.stringify({ key: o.key, variant: o.variant, reason: o.reason });
 }
 
 export function decodeOutcome(line: string): EvalOutcome {

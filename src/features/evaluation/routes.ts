@@ -6,7 +6,7 @@ import { contextTooDeepError, parseEvaluationBody } from '../../domain/validatio
 import { BodyTooDeepError, jsonObjectBody } from '../../http/exchange.js';
 import type { Incoming, Reply } from '../../http/handler.js';
 import { errorReply } from '../../http/problem.js';
-import type { Evaluation } from '../../domain/types.js';
+import type { EvaluationAnswer } from '../../domain/types.js';
 import { booleanParam } from '../../http/query.js';
 import type { Route } from '../../http/router.js';
 import type { FrontRuntime } from '../../runtime.js';
@@ -15,7 +15,7 @@ import { evaluate } from '../../evaluation/evaluate.js';
 const evalBucket = (_p: Principal) => 'eval' as const;
 
 // `small`: plain JSON.stringify (the hot path); a variant value came from one request body (1 MiB cap).
-const reply = (ev: Evaluation, explain: boolean): Reply => ({
+const reply = (ev: EvaluationAnswer, explain: boolean): Reply => ({
   status: 200,
   body: explain ? { variant: ev.variant, key: ev.key, reason: ev.reason } : { variant: ev.variant, key: ev.key },
   small: true,

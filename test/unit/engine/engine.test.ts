@@ -150,6 +150,7 @@ t.test('terminal outcomes answer the configuration default variant; null when no
     key: 'on',
     variant: 'ON',
     reason: { code: 'archived', message: 'Flag is archived' },
+    index: 0,
   });
   // default key naming no variant: key and variant null, for terminal codes and for `default`
   const e1 = evalOne(archived, [config({ defaultVariantKey: 'gone' })]);
@@ -173,6 +174,7 @@ t.test('terminal outcomes answer the configuration default variant; null when no
     key: 'off',
     variant: false,
     reason: { code: 'config_disabled', message: "Configuration for stage 'production' is disabled" },
+    index: 0,
   });
 });
 
