@@ -34,17 +34,17 @@ function exact(b: Buffer): Buffer {
   return out;
 }
 
-/** `bytes` as a piece that other pieces may follow (sync flush; see the file's comment). */
-export function deflateSegment(bytes: Uint8Array): GzipSegment {
-  const deflated = deflateRawSync(bytes, { level: LEVEL, finishFlush: constants.Z_SYNC_FLUSH });
+/** `bytes` compressed as a piece, ended with `flush` (Z_SYNC_FLUSH or Z_FINISH). */
+function segment(bytes: Uint8Array, flush: number): GzipSegment {
+  const deflated = deflateRawSync(bytes, { level: LEVEL, finishFlush: flush });
   return { deflated: exact(deflated), crc: crc32(bytes), length: bytes.length };
 }
 
+/** `bytes` as a piece that other pieces may follow (sync flush; see the file's comment). */
+export const deflateSegment = (bytes: Uint8Array): GzipSegment => segment(bytes, constants.Z_SYNC_FLUSH);
+
 /** `bytes` as a body's last piece (final block). */
-export function finalSegment(bytes: Uint8Array): GzipSegment {
-  const deflated = deflateRawSync(bytes, { level: LEVEL, finishFlush: constants.Z_FINISH });
-  return { deflated: exact(deflated), crc: crc32(bytes), length: bytes.length };
-}
+export const finalSegment = (bytes: Uint8Array): GzipSegment => segment(bytes, constants.Z_FINISH);
 
 /** ID1 ID2, CM = deflate, FLG = 0, MTIME = 0, XFL = 4 (fastest), OS = 255 (unknown). */
 const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff]);
