@@ -64,8 +64,6 @@ export interface KeyCacheOptions {
 interface Entry {
   key: ManagementKey;
   expiresMs: number;
-  /** From then on (the last `refreshAheadMs` of the lifetime) a request starts the entry's re-read. */
-  refreshAtMs: number;
 }
 
 /** How long before the end of its lifetime an entry in use is re-read (at most a quarter of the lifetime). */
@@ -114,7 +112,7 @@ export class KeyCache {
     const e = this.byHash.get(hash);
     if (e !== undefined) {
       const now = this.now();
-      if (now < e.refreshAtMs) return e.key;
+      if (now < e.expiresMs - this.refreshAheadMs) return e.key;
       if (now >= e.expiresMs) return undefined;
       if (!this.inflight.has(hash)) this.fetch(hash).catch(() => {}); // its own failure is the next lookup's
       return e.key;
@@ -130,7 +128,9 @@ export class KeyCache {
    */
   fresh(hash: string): { key: ManagementKey; untilMs: number } | undefined {
     const e = this.byHash.get(hash);
-    return e !== undefined && this.now() < e.refreshAtMs ? { key: e.key, untilMs: e.refreshAtMs } : undefined;
+    if (e === undefined) return undefined;
+    const untilMs = e.expiresMs - this.refreshAheadMs;
+    return this.now() < untilMs ? { key: e.key, untilMs } : undefined;
   }
 
   /**
@@ -263,7 +263,7 @@ export class KeyCache {
       const oldest = this.byHash.keys().next().value as string;
       this.drop(oldest, this.byHash.get(oldest));
     }
-    this.byHash.set(hash, { key, expiresMs, refreshAtMs: expiresMs - this.refreshAheadMs });
+    this.byHash.set(hash, { key, expiresMs });
     this.hashById.set(key.id, hash);
   }
 
