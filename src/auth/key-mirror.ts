@@ -80,7 +80,7 @@ export class KeyMirror {
    * The main thread authenticated `key` for this thread's request: served here until its lifetime
    * in the main thread's cache ends (`untilMs`), never longer than a lifetime from now.
    */
-  learn(hash: string, key: ManagementKey, untilMs = Infinity): void {
+  learn(hash: string, key: ManagementKey, untilMs: number): void {
     if (this.ttlMs === 0) return;
     const prev = this.hashById.get(key.id);
     if (prev !== undefined && prev !== hash) this.byHash.delete(prev);
