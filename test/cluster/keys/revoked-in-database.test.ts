@@ -38,13 +38,21 @@ async function setup(t: Test, env: Record<string, string>) {
 const onNewConnection = (n: TestNode, ek: string): Promise<Res> =>
   n.req('POST', '/flags/f', { key: ek, body, headers: { connection: 'close' } });
 
-t.test('a key disabled in the database, no bus: never served past its cache lifetime', { skip }, async (t) => {
+/** CONTRACT 4: "a disable, rotation or deletion", each made with SQL behind the node's back. */
+const changes: [string, (sql: postgres.Sql) => Promise<unknown>][] = [
+  ['disabled', (sql) => sql`update management_keys set disabled = true where name = 'revoked-in-db'`],
+  // A rotation stores another hash: the old value's re-read finds no key.
+  ['rotated', (sql) => sql`update management_keys set key_hash = md5(random()::text) where name = 'revoked-in-db'`],
+  ['deleted', (sql) => sql`delete from management_keys where name = 'revoked-in-db'`],
+];
+
+for (const [change, make] of changes) t.test(`a key ${change} in the database, no bus: never served past its cache lifetime`, { skip }, async (t) => {
   const TTL = 400;
   const { n, ek, sql } = await setup(t, { VEXIL_KEY_CACHE_TTL_MS: String(TTL) });
   t.equal((await evaluate(n, ek, 'f', body)).status, 200, 'the key serves (and is cached)');
   // The node cached the key when it created it (`remember`): its lifetime ends before cachedBy + TTL.
   const cachedBy = Date.now();
-  await sql`update management_keys set disabled = true where name = 'revoked-in-db'`;
+  await make(sql);
   let first: Res | undefined;
   let lastServedStart = -1;
   while (Date.now() - cachedBy < TTL + 5_000) {
