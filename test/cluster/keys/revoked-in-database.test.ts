@@ -38,13 +38,21 @@ async function setup(t: Test, env: Record<string, string>) {
 const onNewConnection = (n: TestNode, ek: string): Promise<Res> =>
   n.req('POST', '/flags/f', { key: ek, body, headers: { connection: 'close' } });
 
-t.test('a key disabled in the database, no bus: never served past its cache lifetime', { skip }, async (t) => {
+/** CONTRACT 4: "a disable, rotation or deletion", each made with SQL behind the node's back. */
+const changes: [string, (sql: postgres.Sql) => Promise<unknown>][] = [
+  ['disabled', (sql) => sql`update management_keys set disabled = true where name = 'revoked-in-db'`],
+  // A rotation stores another hash: the old value's re-read finds no key.
+  ['rotated', (sql) => sql`update management_keys set key_hash = md5(random()::text) where name = 'revoked-in-db'`],
+  ['deleted', (sql) => sql`delete from management_keys where name = 'revoked-in-db'`],
+];
+
+for (const [change, make] of changes) t.test(`a key ${change} in the database, no bus: never served past its cache lifetime`, { skip }, async (t) => {
   const TTL = 400;
   const { n, ek, sql } = await setup(t, { VEXIL_KEY_CACHE_TTL_MS: String(TTL) });
   t.equal((await evaluate(n, ek, 'f', body)).status, 200, 'the key serves (and is cached)');
   // The node cached the key when it created it (`remember`): its lifetime ends before cachedBy + TTL.
   const cachedBy = Date.now();
-  await sql`update management_keys set disabled = true where name = 'revoked-in-db'`;
+  await make(sql);
   let first: Res | undefined;
   let lastServedStart = -1;
   while (Date.now() - cachedBy < TTL + 5_000) {
@@ -62,6 +70,31 @@ t.test('a key disabled in the database, no bus: never served past its cache life
   // In use, it was re-read in the last quarter of its lifetime; no request sent after it ended was served.
   t.ok(lastServedStart < TTL, `last served a request sent ${lastServedStart} ms after it was cached: within its lifetime (${TTL} ms)`);
   for (let i = 0; i < 10; i++) t.equal((await evaluate(n, ek, 'f', body)).status, 401, `and from then on (${i})`);
+});
+
+t.test('a request sent past the lifetime waits for the held re-read, never served the cached record', { skip }, async (t) => {
+  // The check above sees a request served past the lifetime only if one happens to start before the
+  // re-read answers, and its clock starts after the node cached the key. Here the re-read is held
+  // (the table locked), so a request sent well past the lifetime has all the time it needs to be
+  // served wrongly: it must wait, and be refused once the re-read finds the key disabled.
+  const TTL = 2_000; // its re-read window: the last quarter, 500 ms
+  const { n, ek, sql } = await setup(t, { VEXIL_KEY_CACHE_TTL_MS: String(TTL), VEXIL_FRONT_THREADS: '1' });
+  const cachedBy = Date.now(); // the node cached the key when it created it (`remember`), before this
+  t.equal((await evaluate(n, ek, 'f', body)).status, 200, 'the key serves');
+  await sleep(cachedBy + TTL - 400 - Date.now()); // inside the window by 100 ms at least
+  let late: Promise<Res> | undefined;
+  await sql.begin(async (tx) => {
+    await tx`lock table management_keys in access exclusive mode`;
+    await tx`update management_keys set disabled = true where name = 'revoked-in-db'`;
+    t.equal((await evaluate(n, ek, 'f', body)).status, 200, 'in the window, within its lifetime: served while the re-read waits');
+    await sleep(cachedBy + TTL + 200 - Date.now());
+    late = evaluate(n, ek, 'f', body);
+    const early = await Promise.race([late.then((r) => r.status), sleep(500).then(() => 'waiting')]);
+    t.equal(early, 'waiting', 'a request sent 200 ms past the lifetime waits for the re-read');
+  });
+  const r = await late!;
+  t.equal(r.status, 401, 'and is refused by its answer');
+  t.equal(r.body?.code, 'UNAUTHENTICATED');
 });
 
 t.test('front threads are not taught a key while its re-read is held, nor serve it past its lifetime', { skip: noThreads }, async (t) => {

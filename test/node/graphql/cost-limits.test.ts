@@ -73,6 +73,10 @@ t.test('result estimate at a small VEXIL_GRAPHQL_MAX_RESULT, and answers past VE
     t.ok((await gql(n, n.adminKey, '{ flag(name: "big") { name } }')).body.data?.flag, 'the write was made (its answer alone was refused)');
     const list = await n.req('GET', '/api/flags', { key: n.adminKey });
     expectProblem(t, list, 400, 'BAD_REQUEST', /VEXIL_MAX_ANSWER_BYTES \(4096 bytes\).*\?limit=.*\?after=/);
+    // fetch asks for gzip (the list's gzip body, list-body.ts flagListGzip); a client that asks for
+    // no coding gets the list body (flagListBody): refused the same way.
+    const identity = await n.req('GET', '/api/flags', { key: n.adminKey, headers: { 'accept-encoding': 'identity' } });
+    expectProblem(t, identity, 400, 'BAD_REQUEST', /VEXIL_MAX_ANSWER_BYTES \(4096 bytes\).*\?limit=.*\?after=/);
     const one = await n.req('GET', '/api/flags/big', { key: n.adminKey });
     expectProblem(t, one, 400, 'BAD_REQUEST', /VEXIL_MAX_ANSWER_BYTES \(4096 bytes\)/);
     const small = await n.req('GET', '/api/flags/f5', { key: n.adminKey });

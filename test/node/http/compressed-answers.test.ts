@@ -157,6 +157,24 @@ for (const front of native ? ['uws', 'node'] : ['node']) {
     t.equal(keptGz2.headers.get('content-encoding'), 'gzip');
     t.ok(keptGz2.body.equals(keptGz.body), 'a repeat: the same gzip bytes');
 
+    // A one-flag write near the list's start: the answer is assembled from kept chunks (each a
+    // byte-aligned deflate piece), so the chunks after the written one are sent as the same bytes
+    // as before. A list compressed whole again would share (almost) nothing after the change:
+    // deflate is a bit stream, and the written flag's new length shifts everything after it.
+    const putEarly = await n.req('PUT', '/api/flags/wide-010', { key: n.adminKey, body: { description: 'written again: a shorter one' } });
+    t.equal(putEarly.status, 200);
+    const writtenGz = await rawGet(n, '/api/flags', 'gzip, br');
+    const writtenPlain = await rawGet(n, '/api/flags', null);
+    t.equal(writtenGz.headers.get('content-encoding'), 'gzip');
+    t.notOk(writtenGz.body.equals(keptGz.body), 'the write changed the gzip body');
+    t.ok(gunzipSync(writtenGz.body).equals(writtenPlain.body), 'which is again exactly the uncompressed list');
+    t.equal((JSON.parse(writtenPlain.body.toString('utf8')) as { name: string; description: string }[]).find((f) => f.name === 'wide-010')?.description, 'written again: a shorter one');
+    const before = keptGz.body.subarray(0, -8); // without the trailer (CRC-32 and length of the whole)
+    const now = writtenGz.body.subarray(0, -8);
+    let shared = 0;
+    while (shared < before.length && shared < now.length && before[before.length - 1 - shared] === now[now.length - 1 - shared]) shared++;
+    t.ok(shared > now.length / 2, `the chunks after the written one are the same bytes: the last ${shared} of ${now.length} compressed bytes unchanged`);
+
     // GraphQL management documents too (the actor's answers, whatever the route).
     const query = '{ flags { name description } }';
     const gq = await fetch(`${n.url}/api/graphql`, {
