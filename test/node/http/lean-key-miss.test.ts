@@ -5,7 +5,7 @@
  * waits for the key's lookup before it reads its body: each such evaluation (REST, OFREP single and
  * bulk) must still see its own body, on one thread, and relayed from other front threads to the main one and evaluated in the
  * worker pool. Real nodes, real HTTP; keys are made to miss the cache with a short
- * VEXIL_KEY_CACHE_TTL_MS and VEXIL_KEY_STALE_MAX_MS=0 (no grace: an expired key is looked up).
+ * VEXIL_KEY_CACHE_TTL_MS and VEXIL_KEY_STALE_MAX_MS=0 (no serving past the lifetime even with the database down: an expired key is looked up).
  */
 import t from 'tap';
 import { createOrg, evalKey, must, postConfig, postFlag, startNode } from '../../helpers/flags.js';
