@@ -38,6 +38,7 @@ import { isConnectionError, type Database } from '../storage/database.js';
 import { migrate } from '../storage/migrate.js';
 import { openPGlite } from '../storage/pglite.js';
 import { openPostgres } from '../storage/postgres.js';
+import { outsideWrite } from '../storage/poll-gate.js';
 import type { ReasonCode } from '../domain/types.js';
 import type { Logger } from '../util/log.js';
 import { BYPASS_HEADER, isIdempotentWrite, type ManagementHandler } from './boundary.js';
@@ -495,6 +496,9 @@ export class ManagementActorMain {
       }
     } catch (err) {
       this.post({ t: 'rows', id, error: errorData(err) });
+    } finally {
+      // It may have written what the background polls read (storage/poll-gate.ts).
+      outsideWrite(this.rt.db);
     }
   }
 

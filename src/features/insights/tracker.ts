@@ -11,9 +11,11 @@
  * and the flags a round must look at (`dirty`, or `all`).
  *
  * A round (every VEXIL_INSIGHTS_STATUS_MS, 1 s by default, and soon after the counting half
- * flushes on this node) reads:
+ * flushes on this node) reads, on PostgreSQL always, on the embedded database only when something
+ * on this node may have changed what it reads (a flush, a settings or flag write, SQL from outside;
+ * storage/poll-gate.ts: no other process writes there) or the full read is due:
  * - every organization's settings (one short row each);
- * - the usage rows evaluated since the previous round's start less a margin (`USAGE_MARGIN_MS`,
+ * - the usage rows evaluated since the previous read's start less a margin (`USAGE_MARGIN_MS`,
  *   which covers a flush that committed later than the evaluations it stamps; an index range scan,
  *   sql/011), merged in (first evaluations only move earlier, last ones later); once in
  *   `FULL_READ_ROUNDS` rounds all rows, read afresh, so that a late report (a provider that was
@@ -26,7 +28,8 @@
  * (`roundExpiry`). Each flag looked at gets its status (computed again only when its flag,
  * settings or usage changed or its validity ran out), and is recorded when that differs from the
  * recorded one (`settle`). An idle round therefore looks at no flag: its cost is
- * two short reads and one line per organization (`stats.examined` counts the flags looked at).
+ * two short reads (none on the embedded database) and one line per organization
+ * (`stats.examined` counts the flags looked at).
  *
  * Recording a status is decided in the database, not from memory: in one transaction, the flag's
  * `flag_lifecycle` row is locked, its usage read again and its status computed from that; only if
@@ -38,6 +41,7 @@ import type { AuditActor, Flag, FlagStatus, StatusReason } from '../../domain/ty
 import { FLAG_STATUSES } from '../../domain/types.js';
 import type { OrgSnapshot } from '../../engine/index.js';
 import type { ActorRuntime } from '../../runtime.js';
+import { pollGate, type PollGate } from '../../storage/poll-gate.js';
 import type { Touches } from '../../snapshots/registry.js';
 import { insertEvent } from '../audit/store.js';
 import { outboxTransaction } from '../webhooks/outbox.js';
@@ -48,7 +52,7 @@ import * as store from './store.js';
 /** Recorded changes are made by the service itself. */
 export const SYSTEM: AuditActor = { system: true };
 
-/** How far before the previous round's start a round reads usage again. */
+/** How far before the previous read's start a round reads usage again. */
 export const USAGE_MARGIN_MS = 30_000;
 /** A round reads every usage row afresh once in this many rounds (60 s at the default 1 s). */
 export const FULL_READ_ROUNDS = 60;
@@ -148,12 +152,18 @@ export class LifecycleTracker {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
-  private lastRoundStart: number | null = null;
+  private lastReadStart: number | null = null;
   private lastFullRead = 0;
   private readonly intervalMs: number;
 
   private lastCounts = '';
   private listening = false;
+  /**
+   * Whether a round reads settings and usage (storage/poll-gate.ts): on the embedded database only
+   * after a flush, a settings write or a flag write on this node (or SQL from outside); the rounds
+   * between settle statuses that turn with time from what the tracker holds.
+   */
+  private readonly reads: PollGate;
 
   /**
    * The last round's work: `examined`, the flags it looked at (0 when nothing changed; every flag
@@ -168,6 +178,7 @@ export class LifecycleTracker {
     intervalMs?: number,
   ) {
     this.intervalMs = intervalMs ?? rt.config.insightsStatusMs ?? 1000;
+    this.reads = pollGate(rt.db);
   }
 
   /** The first round (awaited: statuses are known before the first request), then one per interval. */
@@ -193,6 +204,7 @@ export class LifecycleTracker {
 
   /** Counts were flushed on this node: a round soon, not at the next interval. */
   usageFlushed(): void {
+    this.reads.touch();
     if (this.stopped) return;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.round().finally(() => this.schedule()), 10);
@@ -227,19 +239,10 @@ export class LifecycleTracker {
   }
 
   private async once(): Promise<void> {
-    const db = this.rt.db;
-    const start = this.rt.now();
-    const full = this.lastRoundStart === null || start - this.lastFullRead >= FULL_READ_ROUNDS * this.intervalMs;
-    // Settings: every organization's, each round (a write on another node reaches this one).
-    const stored = await store.readAllSettings(db);
-    for (const orgId of new Set([...this.orgs.keys(), ...stored.keys()])) this.applySettings(orgId, normaliseSettings(stored.get(orgId) ?? null));
-    // Usage.
-    const rows = await store.readUsage(db, full ? null : this.lastRoundStart! - USAGE_MARGIN_MS);
-    if (full) {
-      this.replaceAll(rows, await store.readRecorded(db));
-      this.lastFullRead = start;
-    } else this.noteUsage(rows);
-    this.lastRoundStart = start;
+    // The full read comes at its time whatever the gate says: a late report flushed here stamps
+    // evaluations before the window an ordinary read covers.
+    const full = this.lastReadStart === null || this.rt.now() - this.lastFullRead >= FULL_READ_ROUNDS * this.intervalMs;
+    if (this.reads.shouldRead() || full) await this.read(full);
     await this.settleAll();
     const counts = this.counts();
     const text = JSON.stringify(counts);
@@ -247,6 +250,22 @@ export class LifecycleTracker {
       this.lastCounts = text;
       this.onCounts(counts);
     }
+  }
+
+  /** A round's reads: every organization's settings, and the usage written since the last read (`full`: all of it). */
+  private async read(full: boolean): Promise<void> {
+    const db = this.rt.db;
+    const start = this.rt.now();
+    // Settings: every organization's (a write on another node reaches this one).
+    const stored = await store.readAllSettings(db);
+    for (const orgId of new Set([...this.orgs.keys(), ...stored.keys()])) this.applySettings(orgId, normaliseSettings(stored.get(orgId) ?? null));
+    // Usage.
+    const rows = await store.readUsage(db, full ? null : this.lastReadStart! - USAGE_MARGIN_MS);
+    if (full) {
+      this.replaceAll(rows, await store.readRecorded(db));
+      this.lastFullRead = start;
+    } else this.noteUsage(rows);
+    this.lastReadStart = start;
   }
 
   /** Merges usage rows into what this node has read (a round's reads). */
@@ -309,6 +328,8 @@ export class LifecycleTracker {
    * Segments and the organization's row do not change a status.
    */
   private snapshotChanged(orgId: string, snap: OrgSnapshot | null, touches: Touches): void {
+    // A flag written or deleted may have had its usage rows changed with it: the next round reads.
+    this.reads.touch();
     const o = this.org(orgId);
     if (snap === null) {
       o.clear();
@@ -323,6 +344,7 @@ export class LifecycleTracker {
    * could flip the statuses back and forth (and record turns twice).
    */
   settingsChanged(): void {
+    this.reads.touch();
     void this.round();
   }
 

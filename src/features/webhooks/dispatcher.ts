@@ -31,6 +31,7 @@ import { openSecret } from './secrets.js';
 import { send, type Agents, type SendResult } from './send.js';
 import { webhookHeaders } from './signature.js';
 import * as store from './store.js';
+import { pollGate, type PollGate } from '../../storage/poll-gate.js';
 import { Rounds, within } from '../../util/rounds.js';
 
 /** Delivery results counted by `vexil_webhook_deliveries_total{result}`. */
@@ -69,6 +70,13 @@ export class WebhookDispatcher {
    */
   private lookNeeded = true;
   private lastLook = 0;
+  /**
+   * Nothing was pending at the last look. On the embedded database a message can then only appear
+   * by a commit on this node (`onQueued`) or SQL from outside, which touch `pendingGate`
+   * (storage/poll-gate.ts): until then a round runs no statement.
+   */
+  private nothingPending = false;
+  private pendingGate: PollGate | null = null;
   private unlisten: (() => void) | null = null;
   /** Kept-alive connections to the endpoints (send.ts): one per endpoint in use, closed when idle. */
   private readonly agents: Agents = {
@@ -106,7 +114,11 @@ export class WebhookDispatcher {
       },
     });
     this.rounds = rounds;
-    this.unlisten = onQueued(() => rounds.request());
+    const gate = (this.pendingGate = pollGate(this.rt.db));
+    this.unlisten = onQueued(() => {
+      gate.touch();
+      rounds.request();
+    });
     rounds.request();
   }
 
@@ -128,8 +140,11 @@ export class WebhookDispatcher {
       this.lastPrune = now.getTime();
       await store.pruneFinished(this.rt.db, new Date(now.getTime() - KEEP_FINISHED_MS));
     }
+    // Nothing pending at the last look and nothing queued since, on the embedded database: no statement.
+    if (this.nothingPending && this.pendingGate?.shouldRead() === false) return this.arm(null);
     // Nothing pending anywhere (the usual idle poll): no claim, no look, no timer.
-    if (!(await store.anyPending(this.rt.db))) return this.arm(null);
+    this.nothingPending = !(await store.anyPending(this.rt.db));
+    if (this.nothingPending) return this.arm(null);
     const free = this.settings.concurrency - this.busy.size;
     if (free > 0) {
       const claimed = await store.claimDue(this.rt.db, now, this.leaseMs, free, randomUUID(), [...this.busy]);

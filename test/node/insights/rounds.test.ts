@@ -24,6 +24,7 @@ import { EvalCounts } from '../../../src/ops/eval-counts.js';
 import type { ActorRuntime } from '../../../src/runtime.js';
 import { SnapshotRegistry } from '../../../src/snapshots/registry.js';
 import { openPGlite } from '../../../src/storage/pglite.js';
+import { outsideWrite } from '../../../src/storage/poll-gate.js';
 import { createLogger } from '../../../src/util/log.js';
 import { pgliteCopy } from '../../helpers/node.js';
 
@@ -73,13 +74,17 @@ t.test('a round looks at what changed, and the counts stay exact', async (t) => 
   const staleEvents = async (): Promise<number> =>
     Number((await db.query<{ n: number }>("select count(*)::int as n from audit_events where org_id = $1 and action = 'flag.stale'", [orgId]))[0].n);
   /** Flags `f-from` … `f-to` evaluated now: variant `on` (and `off` unless `onOnly`), first evaluated a second ago. */
-  const evaluate = (from: number, to: number, onOnly = false) =>
-    db.query(
+  // Usage and settings are written here by SQL, not by this node's flush or service: outside
+  // writes, which the tracker is told of (storage/poll-gate.ts), as the actor does for `VexilNode.db`.
+  const evaluate = async (from: number, to: number, onOnly = false) => {
+    await db.query(
       `insert into flag_variant_usage (org_id, flag_name, stage, variant, first_at, last_at)
        select $1, 'f-' || i, 'production', v, $2, $3 from generate_series($4::int, $5::int) as i, unnest($6::text[]) as v
        on conflict (org_id, flag_name, stage, variant) do update set last_at = excluded.last_at`,
       [orgId, new Date(clock - 1000), new Date(clock), from, to, onOnly ? ['on'] : ['on', 'off']],
     );
+    outsideWrite(db);
+  };
 
   // The first round walks every flag; then idle rounds look at none.
   t.equal(tracker.stats.examined, N, 'the first round walks every flag');
@@ -137,6 +142,7 @@ t.test('a round looks at what changed, and the counts stay exact', async (t) => 
 
   // A settings change walks every flag: unused after 10 s from now on.
   await writeSettings(db, orgId, { lifetimes: { release: null, experiment: null, operational: null, killSwitch: null, permission: null }, unusedAfter: 'PT10S' });
+  outsideWrite(db);
   t.equal(await round(), N, 'a settings change: every flag looked at');
   exact('settings changed');
   t.equal(await round(), 0, 'idle');
@@ -188,6 +194,7 @@ t.test('a round looks at what changed, and the counts stay exact', async (t) => 
     [orgId, new Date(clock - 3_600_000)],
   );
   await db.query("delete from flag_variant_usage where org_id = $1 and flag_name = 'f-4'", [orgId]);
+  outsideWrite(db);
   clock += 1000;
   t.equal(await round(), 0, 'neither is in what a round reads');
   clock += FULL_READ_ROUNDS * 3_600_000;
