@@ -17,6 +17,7 @@ import type { Principal } from './permissions.js';
 
 const asAdmitted = (a: Authenticated): Admitted => ({
   admission: { kind: 'key', principal: a.principal, version: a.snapshot.org.version },
+  auth: a,
 });
 
 /** Front thread: authenticates the request's Management Key and takes one token of its bucket. */

@@ -12,6 +12,7 @@ import type { VexilError } from '../domain/errors.js';
 import type { Handler, Incoming, Reply } from '../http/handler.js';
 import type { Method } from '../http/router.js';
 import { MAX_BODY_DEPTH } from '../graphql/http.js';
+import type { Authenticated } from '../auth/authenticate.js';
 import { routeId, type Admission } from './mailbox.js';
 
 /**
@@ -40,7 +41,10 @@ export interface ManagementRoute {
 }
 
 /** What the front's admission decided: forward as `admission`, or answer `reply` itself. */
-export type Admitted = { admission: Admission; reply?: undefined } | { reply: Reply; admission?: undefined };
+export type Admitted =
+  /** `auth`: the key's principal and the front's snapshot, for a route the front may answer itself (front-routes.ts). */
+  | { admission: Admission; reply?: undefined; auth?: Authenticated }
+  | { reply: Reply; admission?: undefined; auth?: undefined };
 export type Admit = (inc: Incoming) => Admitted | Promise<Admitted>;
 
 /** A management route as the actor runs it. */

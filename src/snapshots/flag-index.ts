@@ -109,12 +109,16 @@ class SortedFlags {
   /** The entries matching a predicate, under its key (FlagFilter `predicateKey`); dropped on any change. */
   memo: { key: string; entries: Entry[] } | null = null;
   /** By type: [active flags, archived flags]. */
-  private readonly counts = new Map<string, [number, number]>();
+  private readonly counts: Map<string, [number, number]>;
 
-  /** `entries` must be sorted by name and unique. */
-  constructor(entries: Entry[]) {
+  /** `entries` must be sorted by name and unique; `counts`, when given, are theirs (IndexBuilder). */
+  constructor(entries: Entry[], counts?: Map<string, [number, number]>) {
     this.entries = entries;
-    for (const e of entries) this.count(e, 1);
+    if (counts !== undefined) this.counts = counts;
+    else {
+      this.counts = new Map();
+      for (const e of entries) this.count(e, 1);
+    }
   }
 
   get size(): number {
@@ -122,9 +126,7 @@ class SortedFlags {
   }
 
   private count(e: Entry, delta: number): void {
-    let c = this.counts.get(e.flag.type);
-    if (c === undefined) this.counts.set(e.flag.type, (c = [0, 0]));
-    c[e.flag.isArchived ? 1 : 0] += delta;
+    countIn(this.counts, e, delta);
   }
 
   /** Inserts `e`, or replaces the entry of the same name; returns the replaced one. */
@@ -167,31 +169,66 @@ class SortedFlags {
 
 const EMPTY = new SortedFlags([]);
 
-export class FlagIndex {
-  private readonly all: SortedFlags;
-  private readonly byApplication = new Map<string, SortedFlags>();
+/**
+ * Entries added in name order, with their counts and their groups by application kept as they
+ * come, so that the index is made at the end without another pass (`buildInSlices` adds a slice at
+ * a time).
+ */
+class IndexBuilder {
+  readonly entries: Entry[] = [];
+  private readonly groups = new Map<string, { entries: Entry[]; counts: Map<string, [number, number]> }>();
+  private readonly counts = new Map<string, [number, number]>();
 
-  private constructor(entries: Entry[]) {
-    this.all = new SortedFlags(entries);
-    const groups = new Map<string, Entry[]>();
-    for (const e of entries) {
-      let g = groups.get(e.application);
-      if (g === undefined) groups.set(e.application, (g = []));
-      g.push(e); // stays sorted: `entries` is
-    }
-    for (const [app, g] of groups) this.byApplication.set(app, new SortedFlags(g));
+  /** Adds `e`, whose name must sort after every name added before (false, and nothing added, if not). */
+  add(e: Entry): boolean {
+    const n = this.entries.length;
+    if (n > 0 && !(this.entries[n - 1].name < e.name)) return false;
+    this.entries.push(e);
+    let g = this.groups.get(e.application);
+    if (g === undefined) this.groups.set(e.application, (g = { entries: [], counts: new Map() }));
+    g.entries.push(e);
+    countIn(this.counts, e, 1);
+    countIn(g.counts, e, 1);
+    return true;
+  }
+
+  index(): FlagIndex {
+    const byApplication = new Map<string, SortedFlags>();
+    for (const [app, g] of this.groups) byApplication.set(app, new SortedFlags(g.entries, g.counts));
+    return FlagIndex.of(new SortedFlags(this.entries, this.counts), byApplication);
+  }
+}
+
+/** Counts `e` in `counts` (by type: [active flags, archived flags]), `delta` times. */
+function countIn(counts: Map<string, [number, number]>, e: Entry, delta: number): void {
+  let c = counts.get(e.flag.type);
+  if (c === undefined) counts.set(e.flag.type, (c = [0, 0]));
+  c[e.flag.isArchived ? 1 : 0] += delta;
+}
+
+export class FlagIndex {
+  private constructor(
+    private readonly all: SortedFlags,
+    private readonly byApplication: Map<string, SortedFlags>,
+  ) {}
+
+  /** @internal IndexBuilder's. */
+  static of(all: SortedFlags, byApplication: Map<string, SortedFlags>): FlagIndex {
+    return new FlagIndex(all, byApplication);
   }
 
   /** The index of `flags` (any order; names unique, as a snapshot's are). */
   static build(flags: Iterable<Flag>): FlagIndex {
     const entries: Entry[] = [];
     for (const f of flags) entries.push(new Entry(f));
-    // Rows usually arrive sorted or nearly so (the store reads them `order by name`, in the
-    // database's collation): check first, and let the sort's run detection do the rest.
+    // Rows usually arrive sorted (the store reads them `order by name collate "C"`, which is this
+    // order): check first, and let the sort's run detection do the rest.
     let sorted = true;
     for (let i = 1; i < entries.length && sorted; i++) sorted = entries[i - 1].name < entries[i].name;
     if (!sorted) entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return new FlagIndex(entries);
+    const b = new IndexBuilder();
+    for (const e of entries) b.add(e);
+    return b.index();
   }
 
   get size(): number {
@@ -306,11 +343,68 @@ export function flagIndexOf(snap: OrgSnapshot): FlagIndex {
   return ix;
 }
 
+// ---- built in slices, for the front thread ------------------------------------------------------
+
+/** Flags a slice of `buildInSlices` turns into entries: about a millisecond of the front's time. */
+export const INDEX_SLICE = 2048;
+/** Snapshots whose index is being built in slices, with the names changed since the build began. */
+const building = new WeakMap<OrgSnapshot, Set<string>>();
+/** Snapshots whose flags did not come in name order: never built in slices (their pages go elsewhere). */
+const unordered = new WeakSet<OrgSnapshot>();
+
+/**
+ * The index of `snap` if it is built; else null, and its build in slices is started (once). The
+ * front thread (features/flags/front-page.ts) asks this way: it must never stop its evaluations
+ * for a whole build (about 40 ms at 100,000 flags), so the build runs `INDEX_SLICE` flags at a time
+ * between its other work (`setImmediate`), and until it is done the caller answers another way.
+ * It relies on the snapshot's flags being in name order, as a whole load reads them; a snapshot
+ * whose flags are not is never built here (null every time).
+ */
+export function readyFlagIndex(snap: OrgSnapshot): FlagIndex | null {
+  const ix = indexes.get(snap);
+  if (ix !== undefined) return ix;
+  if (!building.has(snap) && !unordered.has(snap)) buildInSlices(snap);
+  return null;
+}
+
+function buildInSlices(snap: OrgSnapshot): void {
+  const changed = new Set<string>();
+  building.set(snap, changed);
+  // The flags as they are now; a change made during the build is in `changed`, applied at its end.
+  const list = [...snap.flags.values()];
+  const b = new IndexBuilder();
+  let i = 0;
+  const slice = (): void => {
+    for (const end = Math.min(i + INDEX_SLICE, list.length); i < end; i++) {
+      if (!b.add(new Entry(list[i].flag))) {
+        building.delete(snap);
+        unordered.add(snap);
+        return;
+      }
+    }
+    if (i < list.length) {
+      setImmediate(slice);
+      return;
+    }
+    const ix = b.index();
+    for (const name of changed) {
+      const c = snap.flags.get(name);
+      if (c === undefined) ix.delete(name);
+      else ix.set(c.flag);
+    }
+    building.delete(snap);
+    if (!indexes.has(snap)) indexes.set(snap, ix);
+  };
+  setImmediate(slice);
+}
+
 /**
  * The snapshot registry changed the flag `name` of `snap` in place (set or deleted it in
- * `snap.flags`): brings the index up to date with that one flag, if it has been built.
+ * `snap.flags`): brings the index up to date with that one flag, if it has been built (or notes it
+ * for the build under way).
  */
 export function flagChanged(snap: OrgSnapshot, name: string): void {
+  building.get(snap)?.add(name);
   const ix = indexes.get(snap);
   if (ix === undefined) return;
   const c = snap.flags.get(name);

@@ -15,12 +15,8 @@ import type { ActorRuntime } from '../../runtime.js';
 import { AnswerTooLargeError } from '../../util/bounded-json.js';
 import { flagListBody, flagListGzip } from './list-body.js';
 import { LargeListCache, listCacheKey } from './list-cache.js';
+import { pageHeaders } from './page.js';
 import { listFlagPage } from './service.js';
-
-export const FLAGS_PATH = '/api/flags';
-
-/** A Host header fit to build a URL on: a host name or address and an optional port. */
-const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
 /**
  * Lists over this size are kept for a repeat at the same version (list-cache.ts). It is far above
@@ -47,10 +43,7 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
   if (cached !== null) return { status: 200, raw: cached.body, headers: cached.headers };
   const params = queryObject(inc.query);
   const page = listFlagPage(auth, params);
-  const headers: Record<string, string> = { 'x-total-count': String(page.total) };
-  if (page.hasMore && params.limit !== undefined && page.flags.length > 0) {
-    headers.link = `<${nextPageUrl(rt, host, params, page.flags[page.flags.length - 1].name)}>; rel="next"`;
-  }
+  const headers = pageHeaders(page, params, host, rt.config.publicUrl);
   // Serialised here rather than by the exchange, from each flag's kept JSON (list-body.ts: after a
   // one-flag write only that flag is serialised again), so that a large list can be kept as it is sent.
   let raw: Buffer;
@@ -70,11 +63,4 @@ export function listFlagsReply(rt: ActorRuntime, auth: Authenticated, inc: Incom
   }
   if (cacheable) largeLists.offer(key, { headers, body: raw });
   return { status: 200, raw, headers };
-}
-
-/** The request's parameters, in their order, with `after` set to `last`. */
-export function nextPageUrl(rt: ActorRuntime, host: string, params: Record<string, string>, last: string): string {
-  const next = new URLSearchParams({ ...params, after: last });
-  const base = rt.config.publicUrl ?? (HOST_RE.test(host) ? `http://${host}` : '');
-  return `${base}${FLAGS_PATH}?${next.toString()}`;
 }

@@ -21,7 +21,7 @@ import {
   type Principal,
 } from '../../auth/permissions.js';
 import { badRequest, conflict, forbidden, notFound } from '../../domain/errors.js';
-import { clientIdApplication, findName, nameKey, sameName } from '../../domain/name-matching.js';
+import { clientIdApplication, findName, sameName } from '../../domain/name-matching.js';
 import type { AuditChange, Flag, FlagConfig, FlagDependency, Organization, Rule } from '../../domain/types.js';
 import {
   parseCreateFlag,
@@ -40,6 +40,7 @@ import {
 import type { CompiledFlag } from '../../engine/index.js';
 import type { ActorRuntime } from '../../runtime.js';
 import { flagIndexOf } from '../../snapshots/flag-index.js';
+import { flagPage, type FlagPage } from './page.js';
 import type { Queryable } from '../../storage/database.js';
 import { configChange, flagChange } from '../audit/events.js';
 import { checkRuleSegments } from '../segments/service.js';
@@ -61,42 +62,26 @@ function visible(auth: Authenticated, name: string): CompiledFlag {
   return compiled;
 }
 
-/** One page of the flag list (docs/api.md#listing-and-paging). */
-export interface FlagPage {
-  /** Sorted by name. */
-  flags: Flag[];
-  /** Flags matching the filters within the key's application scope (`after` and `limit` aside). */
-  total: number;
-  /** Whether more matching flags follow this page (then the next page starts after its last name). */
-  hasMore: boolean;
-}
-
-const NO_FLAGS: FlagPage = Object.freeze({ flags: [], total: 0, hasMore: false }) as FlagPage;
+export type { FlagPage } from './page.js';
 
 /**
  * The flag list, REST `GET /api/flags` and GraphQL `flags` / `flagConnection` alike: the key's
  * application scope and the filters of `raw` (query parameters, or GraphQL arguments with
  * `from: 'graphql'`), sorted by name, paged. Served from the snapshot's name-sorted index
- * (snapshots/flag-index.ts): no sort, and no scan unless a filter other than the application asks
- * for one.
+ * (snapshots/flag-index.ts, page.ts): no sort, and no scan unless a filter other than the
+ * application asks for one. The lifecycle status filter is the management actor's tracker's
+ * (features/insights/tracker.ts).
  */
 export function listFlagPage(auth: Authenticated, raw: unknown = {}, from: 'query' | 'graphql' = 'query'): FlagPage {
-  const p = auth.principal;
-  requirePermission(p, 'CanRead');
+  requirePermission(auth.principal, 'CanRead');
   const q = from === 'graphql' ? parseFlagListArgs(raw) : parseFlagListQuery(raw);
-  // The key's scope and the filter both name an application: another one matches nothing.
-  if (q.application !== null && !inApplicationScope(p, q.application)) return NO_FLAGS;
-  const application = q.application ?? p.application;
-  // The lifecycle status comes from the management actor's tracker (features/insights/tracker.ts).
   const lifecycle = q.status === null ? null : tracker();
   const now = Date.now();
-  const predicate = q.status === null || lifecycle === null ? null : lifecycle.statusFilter(p.orgId, q.status, now);
-  const predicateKey = q.status === null || lifecycle === null ? null : lifecycle.filterKey(p.orgId, q.status, now);
-  return flagIndexOf(auth.snapshot).query(
-    { application: application === null ? null : nameKey(application), type: q.type, archived: q.archived, search: q.search, predicate, predicateKey },
-    q.after,
-    q.limit,
-  );
+  const status =
+    q.status === null || lifecycle === null
+      ? null
+      : { predicate: lifecycle.statusFilter(auth.principal.orgId, q.status, now), key: lifecycle.filterKey(auth.principal.orgId, q.status, now) };
+  return flagPage(flagIndexOf(auth.snapshot), auth, q, status);
 }
 
 /** Every flag the key may read, sorted by name. */

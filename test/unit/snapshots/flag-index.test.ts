@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { performance } from 'node:perf_hooks';
 import type { Flag, FlagConfig, Organization } from '../../../src/domain/types.js';
 import { compileFlag } from '../../../src/engine/index.js';
-import { FlagIndex, flagChanged, flagIndexOf, searchText, type FlagFilter, type IndexPage } from '../../../src/snapshots/flag-index.js';
+import { FlagIndex, flagChanged, flagIndexOf, INDEX_SLICE, readyFlagIndex, searchText, type FlagFilter, type IndexPage } from '../../../src/snapshots/flag-index.js';
 import { SnapshotRegistry, type SnapshotSource, type Touches } from '../../../src/snapshots/registry.js';
 import { flag, org, snap } from '../../helpers/engine-fixtures.js';
 
@@ -264,4 +264,55 @@ t.test('costs at 100,000 flags', async (t) => {
   t.ok(insert < 1 && update < 1 && del < 1, 'a one-flag change costs well under a millisecond');
   t.ok(search < 100, 'a search scans precomputed text');
   t.ok(build < 2000, 'the build sorts once');
+});
+
+// ---- built in slices (the front thread's index) ------------------------------------------------
+
+/** A snapshot of `flags` in the order given (as a whole load puts them). */
+const snapshotOf = (flags: Flag[]) => snap(org(), flags);
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+t.test('readyFlagIndex: null until the slices are done, then the index a whole build makes; changes during the build are in it', async (t) => {
+  const N = INDEX_SLICE * 3 + 17;
+  const flags = Array.from({ length: N }, (_, i) => flag({ name: `f-${String(i).padStart(6, '0')}`, project: i % 3 === 0 ? 'web' : 'billing', type: i % 5 === 0 ? 'string' : 'boolean' }));
+  const s = snapshotOf(flags);
+  t.equal(readyFlagIndex(s), null, 'the first ask starts the build and answers null');
+  t.equal(readyFlagIndex(s), null, 'so does the next, in the same turn (one build)');
+  await turns(1);
+  t.equal(readyFlagIndex(s), null, 'one slice later: still building');
+  // Changes made in place during the build, as the registry makes them.
+  const changed = flag({ name: 'f-000003', project: 'web', type: 'json' });
+  s.flags.set(changed.name, compileFlag(changed, []));
+  flagChanged(s, changed.name);
+  s.flags.delete('f-000004');
+  flagChanged(s, 'f-000004');
+  const added = flag({ name: 'f-zzz', project: 'web' });
+  s.flags.set(added.name, compileFlag(added, []));
+  flagChanged(s, added.name);
+  await turns(5);
+  const ix = readyFlagIndex(s);
+  t.ok(ix !== null, 'built after four slices');
+  const fresh = FlagIndex.build([...s.flags.values()].map((c) => c.flag));
+  t.same(ix!.names(), fresh.names(), 'the names, with the changes made during the build');
+  for (const f of [
+    { application: null, type: null, archived: null, search: null },
+    { application: 'web', type: null, archived: null, search: null },
+    { application: 'billing', type: 'string', archived: null, search: null },
+    { application: null, type: 'json', archived: false, search: null },
+  ] satisfies FlagFilter[]) {
+    t.same(names(ix!.query(f, 'f-000002', 5)), names(fresh.query(f, 'f-000002', 5)), `a page of ${JSON.stringify(f)}`);
+    t.same(ix!.query(f, null, null).total, fresh.query(f, null, null).total, `the total of ${JSON.stringify(f)}`);
+  }
+  t.equal(flagIndexOf(s), ix, 'the same index flagIndexOf answers');
+});
+
+t.test('readyFlagIndex: flags not in name order are never built in slices (null each time)', async (t) => {
+  const s = snapshotOf([flag({ name: 'b' }), flag({ name: 'a' }), flag({ name: 'c' })]);
+  t.equal(readyFlagIndex(s), null);
+  await turns(3);
+  t.equal(readyFlagIndex(s), null, 'not built');
+  await turns(3);
+  t.equal(readyFlagIndex(s), null, 'and not tried again');
 });
