@@ -155,6 +155,45 @@ t.test('approval integrity', async (t) => {
     await policy('production', { requiredApprovals: 2 });
   });
 
+  t.test('a revert of a protected environment needs the approvals its policy requires, as any request (REST and GraphQL)', async (t) => {
+    const lacking = (id: string, have: number) => `Change request '${id}' lacks the approvals its protected environments require: 'production' (${have} of 2)`;
+    const was = await enabled('g');
+    const cr = must(t, await propose(n, writer, [toggle('g', !was)]), 201, 'propose').body;
+    must(t, await review(n, a1, cr), 200, 'a1');
+    must(t, await review(n, a2, cr), 200, 'a2');
+    must(t, await apply(n, writer, cr), 200, 'apply');
+    t.equal(await enabled('g'), !was, 'applied');
+    // REST: the revert is a new open request that needs two approvals of its own.
+    const rv = must(t, await act(n, writer, cr.id, 'revert'), 201, 'revert').body;
+    t.match(rv, { state: 'open', approved: false, reverts: cr.id, approvals: [], environments: ['production'], requiredApprovals: [{ stage: 'production', required: 2, approvals: 0 }] });
+    const refused = await apply(n, writer, rv);
+    expectProblem(t, refused, 409, 'CONFLICT');
+    t.equal(refused.body.detail, lacking(rv.id, 0), 'the message of any request lacking approvals');
+    must(t, await review(n, a1, rv), 200, 'a1 approves the revert');
+    const once = await apply(n, writer, rv);
+    expectProblem(t, once, 409, 'CONFLICT');
+    t.equal(once.body.detail, lacking(rv.id, 1), 'one approval of two is not enough');
+    t.equal(await enabled('g'), !was, 'nothing reverted without the approvals');
+    t.same((await auditLog(n, admin)).filter((e) => e.changeRequestId === rv.id).map((e) => e.action), ['change.review', 'change.create'], 'no apply audited');
+    must(t, await review(n, a2, rv), 200, 'a2 approves the revert');
+    t.equal(must(t, await apply(n, writer, rv), 200, 'apply the approved revert').body.state, 'applied');
+    t.equal(await enabled('g'), was, 'reverted');
+    // GraphQL: the same, with the fields docs/change-requests.md ("Reverting") shows.
+    const again = await gql(n, writer, `mutation { revertChangeRequest(id: "${rv.id}") { id hash state approved reverts requiredApprovals { stage required approvals } } }`);
+    const g = again.body.data!.revertChangeRequest;
+    t.match(g, { state: 'open', approved: false, reverts: rv.id, requiredApprovals: [{ stage: 'production', required: 2, approvals: 0 }] });
+    const gApply = () => gql(n, writer, `mutation { applyChangeRequest(id: "${g.id}", hash: "${g.hash}") { state appliedAt } }`);
+    const gRefused = await gApply();
+    expectFieldError(t, gRefused, ['applyChangeRequest'], 'CONFLICT', 'GraphQL: lacks approvals');
+    t.equal(gRefused.body.errors?.[0]?.message, lacking(g.id, 0), 'GraphQL: the same message');
+    for (const key of [a1, a2]) {
+      const r = await gql(n, key, `mutation { reviewChangeRequest(id: "${g.id}", decision: "approve", hash: "${g.hash}") { approved approvals { reviewer { keyName } hash } } }`);
+      t.same(r.body.errors, undefined, 'GraphQL review');
+    }
+    t.match((await gApply()).body.data, { applyChangeRequest: { state: 'applied' } }, 'GraphQL: applied once approved');
+    t.equal(await enabled('g'), !was, 'the revert of the revert applied');
+  });
+
   t.test('GraphQL mirrors it: create, review, update voids, apply, conflicts, close, revert, rebase, schedule, the connection', async (t) => {
     const FIELDS = 'id state approved revision hash changes diff environments requiredApprovals { stage required approvals } approvals { reviewer { keyName } hash revision voided } rejections { reviewer { keyName } } author { keyName } appliedAt';
     const create = await gql(n, writer, `mutation($i: ChangeRequestInput!) { createChangeRequest(input: $i) { ${FIELDS} } }`, {

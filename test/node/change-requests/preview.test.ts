@@ -126,6 +126,30 @@ t.test('preview', async (t) => {
     must(t, await act(n, admin, open.id, 'close'), 200, 'close');
   });
 
+  t.test('GraphQL previewChangeRequest with given contexts answers as REST (the example of docs/change-requests.md)', async (t) => {
+    const reader = await makeReader(n, admin);
+    // German users keep 'on', the others turn 'off': the answer depends on each given context.
+    const open = must(t, await propose(n, admin, [upsert('other', { defaultVariantKey: 'off', rules: [rule(1, [{ field: 'country', operator: '==', value: 'DE' }], 'on')] })]), 201, 'another').body;
+    const contexts = [{ userId: 'u-1', context: { country: 'DE', plan: 'pro' } }, { userId: 'u-2', clientId: 'ios-app', context: { country: 'FR' } }];
+    const rest = must(t, await n.req('POST', `/api/change-requests/${open.id}/preview`, { key: reader, body: { contexts } }), 200, 'REST').body;
+    const q = `mutation {
+      previewChangeRequest(id: "${open.id}", contexts: [
+        {userId: "u-1", context: {country: "DE", plan: "pro"}}
+        {userId: "u-2", clientId: "ios-app", context: {country: "FR"}}
+      ]) {
+        evaluated changed
+        flags { flag stage evaluated changed transitions { from to count } }
+        examples { userId flag stage from to }
+      }
+    }`;
+    const g = must(t, await n.req('POST', '/api/graphql', { key: reader, body: { query: q } }), 200, 'GraphQL');
+    t.same(g.body.errors, undefined, 'no error');
+    t.same(g.body.data.previewChangeRequest, rest, 'the same answer as REST');
+    t.same(rest.flags, [{ flag: 'other', stage: 'production', evaluated: 2, changed: 1, transitions: [{ from: 'on', to: 'on', count: 1 }, { from: 'on', to: 'off', count: 1 }] }]);
+    t.same(rest.examples, [{ userId: 'u-2', flag: 'other', stage: 'production', from: 'on', to: 'off' }]);
+    must(t, await act(n, admin, open.id, 'close'), 200, 'close');
+  });
+
   t.test('a scoped reader previews only its own application and environment', async (t) => {
     const open = must(t, await propose(n, admin, [upsert('other', { defaultVariantKey: 'off' })]), 201, 'another').body;
     const preview = async (key: string) => must(t, await n.req('POST', `/api/change-requests/${open.id}/preview`, { key, body: { contexts: [{ userId: 'u' }] } }), 200, 'preview').body;

@@ -80,6 +80,28 @@ t.test('change requests', async (t) => {
     expectProblem(t, await postConfig(n, admin, 'f', { defaultVariantKey: 'nope' }), 400, 'BAD_REQUEST');
   });
 
+  t.test('limits: a title over 200 characters, a description or review comment over 4,096, is 400 and changes nothing', async (t) => {
+    const reviewer = await makeKey(n, admin, { name: 'reviewer', permissions: ['CanApprove'] });
+    const body = (extra: Record<string, unknown>) => ({ title: 'T', changes: [toggle('f', false)], ...extra });
+    const before = await world();
+    expectProblem(t, await n.req('POST', CR, { key: admin, body: body({ title: 'x'.repeat(201) }) }), 400, 'BAD_REQUEST', /title/);
+    expectProblem(t, await n.req('POST', CR, { key: admin, body: body({ description: 'x'.repeat(4097) }) }), 400, 'BAD_REQUEST', /description/);
+    t.same(await world(), before, 'no request, no audit event, no version');
+    // At the bounds: accepted.
+    const cr = must(t, await n.req('POST', CR, { key: admin, body: body({ title: 'x'.repeat(200), description: 'x'.repeat(4096) }) }), 201, 'title of 200, description of 4,096').body;
+    const stored = async () => {
+      const r = (await getCr(n, admin, cr.id)).body;
+      return { title: r.title, description: r.description, revision: r.revision, hash: r.hash, reviews: r.history.reviews, audit: (await auditLog(n, admin)).filter((e) => e.changeRequestId === cr.id) };
+    };
+    const was = await stored();
+    expectProblem(t, await n.req('PUT', `${CR}/${cr.id}`, { key: admin, body: { changes: [toggle('f', false)], title: 'y'.repeat(201) } }), 400, 'BAD_REQUEST', /title/);
+    expectProblem(t, await n.req('PUT', `${CR}/${cr.id}`, { key: admin, body: { changes: [toggle('f', false)], description: 'y'.repeat(4097) } }), 400, 'BAD_REQUEST', /description/);
+    expectProblem(t, await act(n, reviewer, cr.id, 'reviews', { decision: 'approve', hash: cr.hash, comment: 'y'.repeat(4097) }), 400, 'BAD_REQUEST', /comment/);
+    t.same(await stored(), was, 'no revision, no review, no audit event');
+    must(t, await act(n, reviewer, cr.id, 'reviews', { decision: 'approve', hash: cr.hash, comment: 'y'.repeat(4096) }), 200, 'a comment of 4,096');
+    must(t, await act(n, admin, cr.id, 'close'), 200, 'close');
+  });
+
   t.test('the author needs CanWrite and the scopes its changes need (403), checked as the direct writes', async (t) => {
     const reader = await makeKey(n, admin, { permissions: ['CanRead'] });
     const billing = await makeKey(n, admin, { permissions: ['CanWrite'], application: 'billing' });
