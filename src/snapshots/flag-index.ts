@@ -225,7 +225,7 @@ export class FlagIndex {
     // order): check first, and let the sort's run detection do the rest.
     let sorted = true;
     for (let i = 1; i < entries.length && sorted; i++) sorted = entries[i - 1].name < entries[i].name;
-    if (!sorted) entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (!sorted) entries.sort(byName);
     const b = new IndexBuilder();
     for (const e of entries) b.add(e);
     return b.index();
@@ -345,25 +345,26 @@ export function flagIndexOf(snap: OrgSnapshot): FlagIndex {
 
 // ---- built in slices, for the front thread ------------------------------------------------------
 
-/** Flags a slice of `buildInSlices` turns into entries: about a millisecond of the front's time. */
+/** Flags a slice of the front's build turns into entries, or sorts: about a millisecond of its time. */
 export const INDEX_SLICE = 2048;
+/** Entries a slice of the front's build moves while merging sorted runs, or counts. */
+const MOVE_SLICE = INDEX_SLICE * 4;
 /** Snapshots whose index is being built in slices, with the names changed since the build began. */
 const building = new WeakMap<OrgSnapshot, Set<string>>();
-/** Snapshots whose flags did not come in name order: never built in slices (their pages go elsewhere). */
-const unordered = new WeakSet<OrgSnapshot>();
 
 /**
  * The index of `snap` if it is built; else null, and its build in slices is started (once). The
  * front thread (features/flags/front-page.ts) asks this way: it must never stop its evaluations
- * for a whole build (about 40 ms at 100,000 flags), so the build runs `INDEX_SLICE` flags at a time
- * between its other work (`setImmediate`), and until it is done the caller answers another way.
- * It relies on the snapshot's flags being in name order, as a whole load reads them; a snapshot
- * whose flags are not is never built here (null every time).
+ * for a whole build (about 40 ms at 100,000 flags in name order, four times that out of order), so
+ * the build runs a slice at a time between its other work (`setImmediate`), and until it is done
+ * the caller answers another way. A whole load reads the flags in name order (flags/store.ts
+ * `listFlags`), so usually nothing is sorted; flags added one at a time since come after them,
+ * and are sorted in slices too.
  */
 export function readyFlagIndex(snap: OrgSnapshot): FlagIndex | null {
   const ix = indexes.get(snap);
   if (ix !== undefined) return ix;
-  if (!building.has(snap) && !unordered.has(snap)) buildInSlices(snap);
+  if (!building.has(snap)) buildInSlices(snap);
   return null;
 }
 
@@ -371,22 +372,14 @@ function buildInSlices(snap: OrgSnapshot): void {
   const changed = new Set<string>();
   building.set(snap, changed);
   // The flags as they are now; a change made during the build is in `changed`, applied at its end.
-  const list = [...snap.flags.values()];
-  const b = new IndexBuilder();
-  let i = 0;
-  const slice = (): void => {
-    for (const end = Math.min(i + INDEX_SLICE, list.length); i < end; i++) {
-      if (!b.add(new Entry(list[i].flag))) {
-        building.delete(snap);
-        unordered.add(snap);
-        return;
-      }
-    }
-    if (i < list.length) {
-      setImmediate(slice);
+  const steps = slices([...snap.flags.values()]);
+  const step = (): void => {
+    const r = steps.next();
+    if (!r.done) {
+      setImmediate(step);
       return;
     }
-    const ix = b.index();
+    const ix = r.value;
     for (const name of changed) {
       const c = snap.flags.get(name);
       if (c === undefined) ix.delete(name);
@@ -395,7 +388,51 @@ function buildInSlices(snap: OrgSnapshot): void {
     building.delete(snap);
     if (!indexes.has(snap)) indexes.set(snap, ix);
   };
-  setImmediate(slice);
+  setImmediate(step);
+}
+
+/** The index of `list`, one slice of work per step (each `yield` ends a slice). */
+function* slices(list: readonly { flag: Flag }[]): Generator<void, FlagIndex, void> {
+  const entries: Entry[] = new Array(list.length);
+  let sorted = true;
+  for (let i = 0; i < list.length; i++) {
+    entries[i] = new Entry(list[i].flag);
+    if (i > 0 && !(entries[i - 1].name < entries[i].name)) sorted = false;
+    if ((i + 1) % INDEX_SLICE === 0) yield;
+  }
+  const ordered = sorted ? entries : yield* sortInSlices(entries);
+  const b = new IndexBuilder();
+  for (let i = 0; i < ordered.length; i++) {
+    b.add(ordered[i]); // in order, names unique: always added
+    if ((i + 1) % MOVE_SLICE === 0) yield;
+  }
+  return b.index();
+}
+
+const byName = (a: Entry, b: Entry): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** `entries` sorted by name: runs of INDEX_SLICE sorted one per slice, then merged in pairs, MOVE_SLICE moves per slice. */
+function* sortInSlices(entries: Entry[]): Generator<void, Entry[], void> {
+  const runs: Entry[][] = [];
+  for (let i = 0; i < entries.length; i += INDEX_SLICE) {
+    runs.push(entries.slice(i, i + INDEX_SLICE).sort(byName));
+    yield;
+  }
+  let budget = MOVE_SLICE;
+  while (runs.length > 1) {
+    const x = runs.shift()!;
+    const y = runs.shift()!;
+    const out: Entry[] = new Array(x.length + y.length);
+    for (let i = 0, j = 0, k = 0; k < out.length; k++) {
+      out[k] = j >= y.length || (i < x.length && x[i].name < y[j].name) ? x[i++] : y[j++];
+      if (--budget === 0) {
+        budget = MOVE_SLICE;
+        yield;
+      }
+    }
+    runs.push(out);
+  }
+  return runs[0] ?? [];
 }
 
 /**
