@@ -21,6 +21,7 @@ import type { ClusterEvent } from './cluster/bus.js';
 import type { ManagementKey } from './domain/types.js';
 import { evaluationRoutes } from './features/evaluation/routes.js';
 import { managementFrontRoutes } from './management/front-routes.js';
+import { readyFlagIndex } from './snapshots/flag-index.js';
 import { ManagementActor, type FrontReads } from './management/handle.js';
 import { ofrepRoutes } from './ofrep/routes.js';
 import { feedRoutes } from './feed/routes.js';
@@ -187,9 +188,18 @@ export async function startNode(config: Config, opts: StartOptions = {}): Promis
 
     // Snapshot age: since the last successful version poll or applied change, whichever is later.
     let snapshotChangedAt = Date.now();
-    snapshots.onChange(() => {
+    snapshots.onChange((_orgId, snap, touches) => {
       snapshotChangedAt = Date.now();
+      // The flag list's index for the pages this thread answers itself (features/flags/front-page.ts):
+      // started whenever an organization arrives whole, in slices, so that the first page asked
+      // for finds it built; one-flag changes update it in place.
+      if (snap !== null && touches === 'all') readyFlagIndex(snap);
     });
+    // The organizations of the warm load, loaded before this listener.
+    for (const orgId of snapshots.loadedOrgIds()) {
+      const snap = snapshots.peek(orgId);
+      if (snap !== undefined) readyFlagIndex(snap);
+    }
     const busState = (): 'up' | 'down' | 'local' => (bus instanceof NatsBus ? (bus.connected ? 'up' : 'down') : 'local');
     const metrics = config.metrics
       ? new NodeMetrics(

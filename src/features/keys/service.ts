@@ -69,13 +69,15 @@ export async function createKey(rt: ActorRuntime, auth: Authenticated, raw: unkn
     const environment = input.environment === null ? null : findName(org.environments, input.environment);
     if (application === undefined) throw badRequest(`Unknown application '${input.application}'`);
     if (environment === undefined) throw badRequest(`Unknown environment '${input.environment}'`);
-    if ((await store.countKeys(tx, org.id)) >= limits.maxKeysPerOrg) throw quotaError(limits, 'maxKeysPerOrg');
-    inserted = await store.insertKey(
+    const made = await store.insertKeyWithin(
       tx,
       { id: randomUUID(), orgId: org.id, name: input.name, permissions: input.permissions, application, environment },
       hash,
+      limits.maxKeysPerOrg,
     );
-    const key = keyView(inserted);
+    if (made === null) throw quotaError(limits, 'maxKeysPerOrg');
+    inserted = made;
+    const key = keyView(made);
     return { result: { id: key.id, key: value, record: key }, audit: keyChange('key.create', null, key) };
   });
   // Committed: this node's front knows the key before the answer shows its value.

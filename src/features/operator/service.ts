@@ -10,7 +10,7 @@ import { auditedTransaction, OPERATOR, writeOrg, writeOrgKeys } from '../write.j
 import { randomUUID } from 'node:crypto';
 import { generateKeyValue, hashKey } from '../../auth/key-material.js';
 import { quotaError } from '../../domain/validation.js';
-import { countKeys, insertKey } from '../keys/store.js';
+import { insertKeyWithin } from '../keys/store.js';
 import { keyChange } from '../audit/events.js';
 import { keyView } from '../keys/service.js';
 
@@ -63,12 +63,14 @@ export async function issueAdminKey(rt: ActorRuntime, name: string): Promise<{ a
   const limits = rt.config.tenancyLimits;
   const value = generateKeyValue();
   return writeOrgKeys(rt, OPERATOR, org.id, async (tx) => {
-    if ((await countKeys(tx, org.id)) >= limits.maxKeysPerOrg) throw quotaError(limits, 'maxKeysPerOrg');
-    const key = keyView(await insertKey(
+    const made = await insertKeyWithin(
       tx,
       { id: randomUUID(), orgId: org.id, name: 'admin', permissions: ['Admin', 'CanRead', 'CanWrite'], application: null, environment: null },
       hashKey(value),
-    ));
+      limits.maxKeysPerOrg,
+    );
+    if (made === null) throw quotaError(limits, 'maxKeysPerOrg');
+    const key = keyView(made);
     return { result: { adminKey: value }, audit: keyChange('key.create', null, key) };
   });
 }
