@@ -161,9 +161,10 @@ export class LifecycleTracker {
   /**
    * Whether a round reads settings and usage (storage/poll-gate.ts): on the embedded database only
    * after a flush, a settings write or a flag write on this node (or SQL from outside); the rounds
-   * between settle statuses that turn with time from what the tracker holds.
+   * between settle statuses that turn with time from what the tracker holds. Made on first use
+   * (`reads`): a tracker asked only for statuses needs no database.
    */
-  private readonly reads: PollGate;
+  private gate: PollGate | null = null;
 
   /**
    * The last round's work: `examined`, the flags it looked at (0 when nothing changed; every flag
@@ -178,7 +179,10 @@ export class LifecycleTracker {
     intervalMs?: number,
   ) {
     this.intervalMs = intervalMs ?? rt.config.insightsStatusMs ?? 1000;
-    this.reads = pollGate(rt.db);
+  }
+
+  private get reads(): PollGate {
+    return (this.gate ??= pollGate(this.rt.db));
   }
 
   /** The first round (awaited: statuses are known before the first request), then one per interval. */

@@ -118,8 +118,11 @@ t.test('default limits: { flags { name } } answers; the mutation cap; mutations 
 });
 
 t.test('each mutation costs a management token', async (t) => {
-  // 5 tokens a second, burst 5: a 20-mutation document leaves the bucket at 5 - 20 = -15.
-  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_MGMT: '5' } });
+  // 2 tokens a second, burst 2: a 20-mutation document leaves the bucket at 2 - 20 = -18, which
+  // takes 9.5 s to refill far enough to admit one more request: the 20 mutations themselves may
+  // take seconds on a loaded machine (3.8 s in one CI run, which a rate of 5 had refilled).
+  const RATE = 2;
+  const n = await startTestNode(t, { env: { VEXIL_RATE_LIMIT_MGMT: String(RATE) } });
   await sleep(1100);
   const doc = (prefix: string, count: number) =>
     `mutation { ${Array.from({ length: count }, (_, i) => `c${i}: createFlag(input: ${createInput(`${prefix}${i}`)}) { name }`).join(' ')} }`;
@@ -143,11 +146,11 @@ t.test('each mutation costs a management token', async (t) => {
   const limited: Res = await gql(n, n.adminKey, '{ __typename }');
   expectProblem(t, limited, 429, 'RATE_LIMITED', 'the next request');
   const retry = Number(limited.headers.get('retry-after'));
-  // The bucket owed 15 tokens (16 to admit one more) when it was charged, and refilled at 5 a
+  // The bucket owed 18 tokens (19 to admit one more) when it was charged, and refilled at RATE a
   // second for at most `elapsed` since: a charge of fewer tokens would ask for less.
   const elapsed = (Date.now() - sentAt) / 1000;
-  const least = Math.max(1, Math.ceil((16 - 5 * elapsed) / 5));
-  t.ok(retry >= least, `Retry-After ${retry} s ≥ ${least} s: the bucket owed 15 tokens at 5 per second, ${elapsed.toFixed(2)} s ago`);
+  const least = Math.max(1, Math.ceil((20 - RATE + 1 - RATE * elapsed) / RATE));
+  t.ok(retry >= least, `Retry-After ${retry} s ≥ ${least} s: the bucket owed ${20 - RATE} tokens at ${RATE} per second, ${elapsed.toFixed(2)} s ago`);
   await sleep(retry * 1000 + 100);
   t.equal((await gql(n, n.adminKey, '{ __typename }')).status, 200, 'answered again once refilled');
 });
