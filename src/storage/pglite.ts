@@ -191,6 +191,9 @@ export async function openPGlite(dataDir: string | null): Promise<Database> {
   if (dataDir !== null) mkdirSync(dataDir, { recursive: true });
   const db = dataDir === null ? await PGlite.create() : await PGlite.create(dataDir);
   const session = new PGliteSession(db);
+  // Every execution is planned for its own parameters, as an unnamed statement is: a generic plan
+  // chosen after five runs made the webhook dispatcher's claim 10 times slower (docs/storage.md).
+  session.exec('set plan_cache_mode = force_custom_plan');
   const lock = new SessionLock();
   let closed = false;
   /** Runs `fn` holding the session, unless the database was closed meanwhile. */

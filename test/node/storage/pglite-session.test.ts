@@ -148,3 +148,16 @@ t.test('closing: what was asked before the close is answered; what was asked aft
   t.match(await after, /closed/, 'a statement queued behind the close is refused');
   await t.rejects(db.query('select 1'), /closed/, 'a statement after the close is refused');
 });
+
+t.test('every execution is planned for its parameters: no generic plan is kept (the embedded database never analyses)', async (t) => {
+  const db = await openPGlite(null);
+  t.teardown(() => db.close());
+  await db.exec(SCHEMA);
+  const text = 'select id from items where name = $1';
+  for (let i = 0; i < 12; i++) await db.query(text, [`n${i}`]);
+  const [plans] = await db.query<{ generic_plans: number; custom_plans: number }>(
+    'select generic_plans::int, custom_plans::int from pg_prepared_statements where statement = $1',
+    [text],
+  );
+  t.same(plans, { generic_plans: 0, custom_plans: 12 }, 'twelve custom plans, no generic one');
+});
