@@ -179,17 +179,16 @@ class IndexBuilder {
   private readonly groups = new Map<string, { entries: Entry[]; counts: Map<string, [number, number]> }>();
   private readonly counts = new Map<string, [number, number]>();
 
-  /** Adds `e`, whose name must sort after every name added before (false, and nothing added, if not). */
-  add(e: Entry): boolean {
+  /** Adds `e`, whose name must sort after every name added before (both callers add in order). */
+  add(e: Entry): void {
     const n = this.entries.length;
-    if (n > 0 && !(this.entries[n - 1].name < e.name)) return false;
+    if (n > 0 && !(this.entries[n - 1].name < e.name)) throw new Error(`flag index: '${e.name}' added out of order`);
     this.entries.push(e);
     let g = this.groups.get(e.application);
     if (g === undefined) this.groups.set(e.application, (g = { entries: [], counts: new Map() }));
     g.entries.push(e);
     countIn(this.counts, e, 1);
     countIn(g.counts, e, 1);
-    return true;
   }
 
   index(): FlagIndex {
@@ -403,7 +402,7 @@ function* slices(list: readonly { flag: Flag }[]): Generator<void, FlagIndex, vo
   const ordered = sorted ? entries : yield* sortInSlices(entries);
   const b = new IndexBuilder();
   for (let i = 0; i < ordered.length; i++) {
-    b.add(ordered[i]); // in order, names unique: always added
+    b.add(ordered[i]);
     if ((i + 1) % MOVE_SLICE === 0) yield;
   }
   return b.index();

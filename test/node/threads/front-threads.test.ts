@@ -91,6 +91,21 @@ t.test('front threads', { skip: nativeMissing }, async (t) => {
     }
   });
 
+  t.test('a small page of the flag list is answered on every thread, the same as the actor\'s', async (t) => {
+    // `type=boolean` matches every flag here, and the front forwards a page with it to the actor:
+    // its answer is the reference for the pages the front threads answer themselves (front-page.ts).
+    const reference = await fresh(n, 'GET', '/api/flags?limit=5&type=boolean', { key: admin });
+    must(t, reference, 200, 'the actor\'s page');
+    const { answers, threads } = await spread(24, () => fresh(n, 'GET', '/api/flags?limit=5', { key: admin }));
+    t.ok(threads.size >= 2, `pages answered by ${threads.size} threads`);
+    for (const a of answers) {
+      t.equal(a.status, 200);
+      t.same(a.body, reference.body, `thread ${a.thread}: the same flags`);
+      t.equal(a.headers.get('x-total-count'), reference.headers.get('x-total-count'), `thread ${a.thread}: the same total`);
+      t.equal(a.headers.get('link')?.replace('&type=boolean', ''), reference.headers.get('link')?.replace('&type=boolean', ''), `thread ${a.thread}: the same next page`);
+    }
+  });
+
   t.test('a disabled, rotated or deleted key stops on every thread at once', async (t) => {
     for (const how of ['disable', 'rotate', 'delete'] as const) {
       const created = await fresh(n, 'POST', '/api/keys', { key: admin, body: { name: `k-${how}`, permissions: ['CanEvaluate'], application: 'web' } });
