@@ -11,11 +11,11 @@
  * management actor, whose share of a saturated core is small (docs/cluster.md).
  *
  * One session: a transaction holds the session until it ends, so no other statement runs inside
- * it (`SessionLock`); a statement outside a transaction waits for it. Every statement runs to its
+ * it (PGlite's `Mutex`, held from BEGIN to COMMIT); a statement outside a transaction waits for it. Every statement runs to its
  * end synchronously, so two can never interleave inside PGlite.
  */
 import { mkdirSync } from 'node:fs';
-import { PGlite, parse, protocol } from '@electric-sql/pglite';
+import { Mutex, PGlite, parse, protocol } from '@electric-sql/pglite';
 import { type Database, type Queryable, translated } from './database.js';
 
 type BackendMessage = Parameters<Parameters<InstanceType<typeof protocol.Parser>['parse']>[1]>[0];
@@ -141,42 +141,13 @@ export class PGliteSession {
 
   /** A script of statements without parameters (simple protocol). Returns the last command's tag. */
   exec(script: string): string {
-    const answer = this.run(concat([protocol.serialize.query(script)]));
+    const answer = this.run(protocol.serialize.query(script));
     const done = answer.filter((m) => m.name === 'commandComplete') as unknown as { text: string }[];
     return done.length === 0 ? '' : done[done.length - 1].text;
   }
 
-  inTransaction(): boolean {
+  private inTransaction(): boolean {
     return this.db.isInTransaction();
-  }
-}
-
-/** Hands the session to one holder at a time, in the order asked: a transaction holds it until it ends. */
-export class SessionLock {
-  private held = false;
-  private readonly waiting: (() => void)[] = [];
-
-  acquire(): Promise<void> | undefined {
-    if (!this.held) {
-      this.held = true;
-      return undefined;
-    }
-    return new Promise((r) => this.waiting.push(r));
-  }
-
-  release(): void {
-    const next = this.waiting.shift();
-    if (next === undefined) this.held = false;
-    else next();
-  }
-
-  async run<T>(fn: () => T | Promise<T>): Promise<T> {
-    await this.acquire();
-    try {
-      return await fn();
-    } finally {
-      this.release();
-    }
   }
 }
 
@@ -196,11 +167,12 @@ export async function openPGlite(dataDir: string | null): Promise<Database> {
   // Every execution is planned for its own parameters, as an unnamed statement is: a generic plan
   // chosen after five runs made the webhook dispatcher's claim 10 times slower (docs/storage.md).
   session.exec('set plan_cache_mode = force_custom_plan');
-  const lock = new SessionLock();
+  // One holder at a time, in the order asked: a transaction holds the session until it ends.
+  const lock = new Mutex();
   let closed = false;
   /** Runs `fn` holding the session, unless the database was closed meanwhile. */
   const holding = <T>(fn: () => T | Promise<T>): Promise<T> =>
-    lock.run(() => {
+    lock.runExclusive(async () => {
       if (closed) throw new Error('The embedded database is closed');
       return fn();
     });
@@ -241,15 +213,13 @@ export async function openPGlite(dataDir: string | null): Promise<Database> {
           return flushed(result);
         }),
       ),
-    async close() {
-      await lock.acquire();
-      try {
-        if (!closed) await db.close();
-      } finally {
-        // Whoever still waits for the session is told it is closed.
-        closed = true;
-        lock.release();
-      }
-    },
+    close: () =>
+      lock.runExclusive(async () => {
+        try {
+          if (!closed) await db.close();
+        } finally {
+          closed = true; // whoever still waits for the session is told it is closed
+        }
+      }),
   };
 }
