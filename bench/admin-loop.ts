@@ -7,7 +7,10 @@
  *
  *   node dist/bench/admin-loop.js '{"baseUrl":"http://127.0.0.1:PORT","key":"<64 hex>","pauseMs":0}'
  *
- * The child warms `fetch` up, prints `ready`, then waits: SIGUSR1 starts the loop (one request in
+ * The child warms `fetch` up and, with `"warm":true`, sends one round of the loop's requests and
+ * prints `warm {"records":[…]}` (the node's first unpaged list, for one, builds what later ones
+ * reuse: the isolation scenario keeps that cold start out of its slices and reports it apart);
+ * then it prints `ready` and waits: SIGUSR1 starts the loop (one request in
  * flight at a time: the unpaged list, a search, the next GraphQL page of 1,000 flags with their
  * configurations, the audit log, a write (a flag's description: an audit event, and a webhook
  * message to each endpoint the isolation scenario subscribes); `pauseMs` between requests); SIGUSR2 stops it after the request in
@@ -111,6 +114,8 @@ interface Spec {
   baseUrl: string;
   key: string;
   pauseMs?: number;
+  /** One round of the loop's requests before `ready`, printed as `warm {"records":[…]}`. */
+  warm?: boolean;
 }
 
 async function main(spec: Spec): Promise<void> {
@@ -121,16 +126,24 @@ async function main(spec: Spec): Promise<void> {
   let loop: Promise<void> = Promise.resolve();
   // Warm fetch (undici) up, so that the first slice does not pay for loading it on the generator's core.
   await timed(spec.baseUrl, spec.key, '/healthz');
+  const send = async (): Promise<void> => {
+    const r = ADMIN_ROUTES[next];
+    next = (next + 1) % ADMIN_ROUTES.length;
+    const t = await r.send(spec.baseUrl, spec.key, after);
+    records.push({ route: r.route, outcome: t.outcome, ms: t.ms, bytes: t.bytes });
+    if (r.route.startsWith('GraphQL')) after = nextCursor(t);
+  };
   const run = async (): Promise<void> => {
     while (running) {
-      const r = ADMIN_ROUTES[next];
-      next = (next + 1) % ADMIN_ROUTES.length;
-      const t = await r.send(spec.baseUrl, spec.key, after);
-      records.push({ route: r.route, outcome: t.outcome, ms: t.ms, bytes: t.bytes });
-      if (r.route.startsWith('GraphQL')) after = nextCursor(t);
+      await send();
       if (spec.pauseMs && running) await new Promise((res) => setTimeout(res, spec.pauseMs));
     }
   };
+  if (spec.warm) {
+    for (let i = 0; i < ADMIN_ROUTES.length; i++) await send();
+    process.stdout.write(`warm ${JSON.stringify({ records })}\n`);
+    records = [];
+  }
   process.on('SIGUSR1', () => {
     if (running) return;
     running = true;

@@ -16,6 +16,15 @@
  *            evaluation waits for a connection any more (the backlog the admin work left), then
  *            1 s: kept apart so that neither the admin slices nor the quiet ones absorb the tail.
  *
+ * Two start-up costs are kept out of the slices, as the evaluation load's own warm-up is, and
+ * reported apart: the admin loop sends one round of its requests before the evaluation load starts
+ * (a node's first unpaged list of 100,000 flags builds the list fragments later lists reuse: it
+ * took 2.0-4.1 s, later ones about 0.3 s; its times are the admin row's `warm-up round`), and the
+ * evaluations of the first SETTLE_MS of the measured run, while the generator's new connections
+ * open, count in no slice (evaluations of 34-56 ms in the first 250 ms in 9 of 16 runs; in the two
+ * of them that logged the node's event loop, it never paused 15 ms, nor the generator's 8 ms:
+ * docs/cluster.md, "What stalls the isolation check").
+ *
  * Webhooks (issue 30, docs/webhooks.md): VEXIL_BENCH_ISOLATION_WEBHOOKS (10) endpoints subscribed
  * to `*`, local receivers in this process answering 204, get a message for each write of the
  * admin loop; its dispatcher runs in the node's management actor while evaluation is measured.
@@ -246,8 +255,14 @@ export const isolation: CustomScenario = {
         baseUrl: target.baseUrl,
         key: rc.adminKey,
         pauseMs: Number(process.env.VEXIL_BENCH_ADMIN_PAUSE_MS ?? '0'),
+        warm: true,
       })]), { cpus: opts.pin ? LOAD_CPUS : undefined, echo: opts.verbose });
-      await admin.waitForLine(/^ready$/, 30_000);
+      const warmed = admin.waitForLine(/^warm (\{.*\})$/, 120_000);
+      const ready = admin.waitForLine(/^ready$/, 120_000);
+      const warmRecords = (JSON.parse((await warmed)[1]) as { records: AdminRecord[] }).records;
+      const warmNote = `warm-up round before the slices (no evaluation load): ${warmRecords.map((r) => `${r.route} ${r.outcome} ${r.ms.toFixed(0)} ms`).join('; ')}`;
+      log(`isolation: ${warmNote}`);
+      await ready;
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
       const threadBook = new ThreadBook(target.pids[0]);
@@ -257,6 +272,8 @@ export const isolation: CustomScenario = {
       const m = await measure(opts, target, req, {
         rate,
         drive: async (gen) => {
+          // Requests issued before the first phase count in none (the generator's connections opening).
+          await sleep(SETTLE_MS);
           const enter = (kind: Kind, i: number): void => {
             book.enter(kind);
             threadBook.enter(kind);
@@ -348,7 +365,7 @@ export const isolation: CustomScenario = {
       const quietRow = rows[0];
       quietRow.notes = [...(quietRow.notes ?? []), ...common, note];
       const adminRow = rows.find((r) => r.name === 'isolation-admin');
-      if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`, hookNote];
+      if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`, warmNote, hookNote];
       const afterRow = rows.find((r) => r.name === 'isolation-after');
       if (afterRow) afterRow.notes = [...(afterRow.notes ?? []), `evaluation backlog drained ${drains.map((d) => (Number.isFinite(d) ? `${d.toFixed(0)} ms` : `not within ${DRAIN_CAP_MS / 1000} s`)).join(', ')} after the admin's last answer`];
       const targets = [
@@ -371,7 +388,7 @@ export const isolation: CustomScenario = {
           met: adm.all200,
         },
       ];
-      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
+      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records, adminWarmRecords: warmRecords, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
       for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
       return rows;
     } finally {

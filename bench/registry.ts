@@ -8,6 +8,7 @@ import { frontThreadsScenario } from './front-threads.js';
 import { insights } from './insights.js';
 import { contextSample } from './context-sample.js';
 import { isolation } from './isolation.js';
+import { wakeLatency } from './wake-latency.js';
 import { largeOrg } from './large-org.js';
 import { paired } from './paired.js';
 import { previewScenario } from './preview.js';
@@ -25,6 +26,6 @@ export type AnyScenario = Scenario | CustomScenario;
 
 export const isCustom = (s: AnyScenario): s is CustomScenario => 'run' in s;
 
-export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, insights, contextSample, previewScenario, webhookBurst];
+export const CUSTOM_SCENARIOS: CustomScenario[] = [flagsScaling, snapshotBuild, propagation, abuse, snapshotMemory, paired, isolation, largeOrg, provider, frontThreadsScenario, restVsBare, saturation, wakeLatency, insights, contextSample, previewScenario, webhookBurst];
 
 export const ALL_SCENARIOS: AnyScenario[] = [...SCENARIOS, ...SEGMENT_SCENARIOS, ...CUSTOM_SCENARIOS];
