@@ -257,12 +257,11 @@ export const isolation: CustomScenario = {
         pauseMs: Number(process.env.VEXIL_BENCH_ADMIN_PAUSE_MS ?? '0'),
         warm: true,
       })]), { cpus: opts.pin ? LOAD_CPUS : undefined, echo: opts.verbose });
-      const warmed = admin.waitForLine(/^warm (\{.*\})$/, 120_000);
-      const ready = admin.waitForLine(/^ready$/, 120_000);
-      const warmRecords = (JSON.parse((await warmed)[1]) as { records: AdminRecord[] }).records;
+      // Both waited for at once: a waiter sees only the lines printed after it.
+      const [[, warmJson]] = await Promise.all([admin.waitForLine(/^warm (\{.*\})$/, 120_000), admin.waitForLine(/^ready$/, 120_000)]);
+      const warmRecords = (JSON.parse(warmJson) as { records: AdminRecord[] }).records;
       const warmNote = `warm-up round before the slices (no evaluation load): ${warmRecords.map((r) => `${r.route} ${r.outcome} ${r.ms.toFixed(0)} ms`).join('; ')}`;
       log(`isolation: ${warmNote}`);
-      await ready;
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
       const threadBook = new ThreadBook(target.pids[0]);

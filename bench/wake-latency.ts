@@ -23,7 +23,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ACTOR_NICE } from '../src/management/transport.js';
 import type { CustomScenario } from './custom-scenario.js';
-import { log, median, ROOT, type Measurement } from './harness.js';
+import { log, median, percentile, ROOT, type Measurement } from './harness.js';
 import { startChild } from './proc.js';
 
 /** The waker's short slice, µs: the kernel's minimum. */
@@ -131,8 +131,7 @@ async function wake(seconds: number, sliceUs: number): Promise<void> {
     tick();
   });
   lates.sort((a, b) => a - b);
-  const q = (p: number): number => lates[Math.min(lates.length - 1, Math.floor(lates.length * p))];
-  const out: Lateness = { wakes: lates.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: lates[lates.length - 1] };
+  const out: Lateness = { wakes: lates.length, p50: percentile(lates, 50), p90: percentile(lates, 90), p99: percentile(lates, 99), max: lates[lates.length - 1] };
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 

@@ -11,8 +11,8 @@
  * management actor, whose share of a saturated core is small (docs/cluster.md).
  *
  * One session: a transaction holds the session until it ends, so no other statement runs inside
- * it (PGlite's `Mutex`, held from BEGIN to COMMIT); a statement outside a transaction waits for it. Every statement runs to its
- * end synchronously, so two can never interleave inside PGlite.
+ * it (PGlite's `Mutex`, held from BEGIN to COMMIT); a statement outside a transaction waits for
+ * it. Every statement runs to its end synchronously, so two can never interleave inside PGlite.
  */
 import { mkdirSync } from 'node:fs';
 import { Mutex, PGlite, parse, protocol } from '@electric-sql/pglite';
