@@ -33,6 +33,10 @@
  *
  * Aims: evaluation p99 with the admin loop ≤ max(2 × quiet p99, quiet p99 + 2 ms); no
  * evaluation takes 50 ms (any slice); every admin request answers 200 (GraphQL without errors).
+ *
+ * Each slice also records what ran outside the bench (processes started, their CPU: OutsideBook),
+ * and a slice that fails an aim on its own is named with it, so that a neighbour's burst on the
+ * node's core is told from the node's own stall (docs/benchmarks.md, "Finding a stall").
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,7 +45,7 @@ import path from 'node:path';
 import { ADMIN_ROUTES, WRITE_ROUTE, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, median, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
-import { cpuSeconds, idlePolicy, peakRssMiB, processTree, startChild, systemCpu, type Child } from './proc.js';
+import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
 import { startLargeOrg } from './large-org.js';
 import type { CustomScenario } from './custom-scenario.js';
 import type { ScenarioContext } from './scenario-types.js';
@@ -171,6 +175,32 @@ class ThreadBook {
   }
 }
 
+/**
+ * Per slice (`quiet#1`, `admin#1`…), what ran outside the bench (this runner, the node, the
+ * generator and the admin loop): processes started and their CPU (bench/proc.ts `outsideSample`).
+ * A neighbour that starts a process on the node's core takes its share at the front's priority: on
+ * this machine RabbitMQ starts an Erlang VM (`epmd-starter`) every 30-60 s, 50-100 ms of CPU on
+ * each core (docs/cluster.md, "What stalls the isolation check").
+ */
+class OutsideBook {
+  readonly bySlice = new Map<string, ReturnType<typeof outsideDelta>>();
+  private last: { slice: string; sample: OutsideSample } | undefined;
+
+  enter(slice: string | undefined): void {
+    const sample = outsideSample(new Set(processTree(process.pid)));
+    if (this.last !== undefined) this.bySlice.set(this.last.slice, outsideDelta(this.last.sample, sample));
+    this.last = slice === undefined ? undefined : { slice, sample };
+  }
+
+  /** "processes started / CPU ms (busiest name ms)" for one slice. */
+  describe(slice: string): string {
+    const d = this.bySlice.get(slice);
+    if (d === undefined) return '-';
+    const [name, ms] = d.top[0] ?? ['', 0];
+    return `${d.forks} / ${d.cpuMs.toFixed(0)}${ms > 0 ? ` (${name} ${ms.toFixed(0)})` : ''}`;
+  }
+}
+
 /** Config upserts of `count` flags (not the evaluated one), so that GET /api/audit has a page to answer. */
 async function auditEvents(ctx: ScenarioContext, count: number): Promise<void> {
   for (let i = 1; i <= count; i++) {
@@ -265,6 +295,7 @@ export const isolation: CustomScenario = {
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
       const threadBook = new ThreadBook(target.pids[0]);
+      const outside = new OutsideBook();
       const records: AdminRecord[] = [];
       /** Per admin slice: ms from the admin's last answer until no evaluation waited (Infinity: not within DRAIN_CAP_MS). */
       const drains: number[] = [];
@@ -276,6 +307,7 @@ export const isolation: CustomScenario = {
           const enter = (kind: Kind, i: number): void => {
             book.enter(kind);
             threadBook.enter(kind);
+            outside.enter(`${kind}#${i}`);
             gen.phase(`${kind}#${i}`);
           };
           for (let i = 1; i <= slices; i++) {
@@ -298,6 +330,7 @@ export const isolation: CustomScenario = {
           }
           book.enter(undefined);
           threadBook.enter(undefined);
+          outside.enter(undefined);
         },
       });
       const load = m.load;
@@ -330,6 +363,17 @@ export const isolation: CustomScenario = {
       const failed = KINDS.reduce((s, k) => s + (phases[k] ? phases[k].errors + phases[k].non2xx : 0), 0);
       const perSlice = (kind: Kind): string =>
         Array.from({ length: slices }, (_, i) => phases[`${kind}#${i + 1}`]).map((p) => (p ? ms2(p.latencyMs.p99) : '-')).join(', ');
+      const outsidePerSlice = (kind: Kind): string => Array.from({ length: slices }, (_, i) => outside.describe(`${kind}#${i + 1}`)).join(', ');
+      // The slices that failed an aim on their own, with what ran outside the bench meanwhile.
+      const failedSlices = KINDS.flatMap((kind) =>
+        Array.from({ length: slices }, (_, i) => `${kind}#${i + 1}`).filter((n) => {
+          const p = phases[n];
+          return p !== undefined && ((kind === 'admin' && p.latencyMs.p99 > limit) || p.latencyMs.max >= 50);
+        }),
+      );
+      const failedNote = failedSlices.length === 0 ? undefined :
+        `slices that failed an aim on their own (p99 over the limit, or an evaluation of 50 ms), with processes started / CPU ms outside the bench meanwhile: ` +
+        failedSlices.map((n) => `${n} p99 ${ms2(phases[n].latencyMs.p99)} ms, max ${ms2(phases[n].latencyMs.max)} ms: ${outside.describe(n)}`).join('; ');
       const common = [
         `fixed ${rate} req/s = ${(rate / capacity * 100).toFixed(0)} % of the ${capacity.toFixed(0)} req/s measured closed-loop; ${slices} × (${opts.durationSec} s quiet, ` +
           `${opts.durationSec} s admin, admin and evaluation backlog drain + ${SETTLE_MS / 1000} s)`,
@@ -357,12 +401,13 @@ export const isolation: CustomScenario = {
           notes: [
             `p99 per slice (ms): ${perSlice(kind)}; max ${ms2(p.latencyMs.max)} ms; generator event-loop delay max ${ms2(p.generatorLoopDelayMs.max)} ms`,
             `node threads, CPU/run-queue wait in ms per s (sys: of it in the kernel; flt: minor page faults per s): ${threadBook.describe(kind)}`,
+            `outside the bench per slice (processes started / CPU ms, the busiest name): ${outsidePerSlice(kind)}`,
           ],
         };
         return row;
       });
       const quietRow = rows[0];
-      quietRow.notes = [...(quietRow.notes ?? []), ...common, note];
+      quietRow.notes = [...(quietRow.notes ?? []), ...common, note, ...(failedNote ? [failedNote] : [])];
       const adminRow = rows.find((r) => r.name === 'isolation-admin');
       if (adminRow) adminRow.notes = [...(adminRow.notes ?? []), `admin loop: ${records.length} requests: ${adm.lines.join('; ')}`, warmNote, hookNote];
       const afterRow = rows.find((r) => r.name === 'isolation-after');
@@ -387,8 +432,9 @@ export const isolation: CustomScenario = {
           met: adm.all200,
         },
       ];
-      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), admin: adm.byRoute, adminRecords: records, adminWarmRecords: warmRecords, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
+      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), outside: Object.fromEntries(outside.bySlice), admin: adm.byRoute, adminRecords: records, adminWarmRecords: warmRecords, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
       for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
+      if (failedNote) log(`isolation: ${failedNote}`);
       return rows;
     } finally {
       admin?.proc.kill('SIGTERM');

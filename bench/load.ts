@@ -20,6 +20,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { createHistogram, monitorEventLoopDelay, performance, type RecordableHistogram } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -279,13 +280,21 @@ function summarize(st: LeanStats): Pick<LoadResult, 'latencyMs' | 'statusCodes' 
  * response counts in the phase that was current when its request was issued (its send time `t0`).
  */
 class Phases {
-  private readonly switches: Array<{ at: number; into: LeanStats[] }> = [];
+  private readonly switches: Array<{ at: number; name: string; into: LeanStats[] }> = [];
   private readonly byName = new Map<string, LeanStats & { wallMs: number; loop: { p99: number; max: number } }>();
   /** The generator's event-loop delay within the current phase (reset at each switch). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
   private current: { names: string[]; at: number } | undefined;
   private errorsAt = 0;
   private timeoutsAt = 0;
+
+  /**
+   * VEXIL_BENCH_SLOW_LOG (a file): each request slower than VEXIL_BENCH_SLOW_MS (10) with its
+   * scheduled send as epoch ms and its phase, written when the run ends, to put the slow ones on
+   * one clock with the server's logs (docs/benchmarks.md, "Finding a stall").
+   */
+  private readonly slow: Array<{ at: number; ms: number; phase: string }> | undefined = process.env.VEXIL_BENCH_SLOW_LOG ? [] : undefined;
+  private readonly slowUs = Number(process.env.VEXIL_BENCH_SLOW_MS ?? '10') * 1000;
 
   constructor(private readonly total: LeanStats) {}
 
@@ -320,13 +329,16 @@ class Phases {
     this.close(now);
     const names = name.includes('#') ? [name, name.slice(0, name.indexOf('#'))] : [name];
     this.current = { names, at: now };
-    this.switches.push({ at: now, into: names.map((n) => this.stats(n)) });
+    this.switches.push({ at: now, name, into: names.map((n) => this.stats(n)) });
   }
 
   record(t0: number, status: number, us: number): void {
     let i = this.switches.length - 1;
     while (i >= 0 && this.switches[i].at > t0) i--;
     if (i < 0) return; // issued before the first phase
+    if (this.slow !== undefined && us > this.slowUs) {
+      this.slow.push({ at: Math.round(performance.timeOrigin + t0), ms: us / 1000, phase: this.switches[i].name });
+    }
     for (const st of this.switches[i].into) {
       st.requests++;
       st.status[status]++;
@@ -336,6 +348,7 @@ class Phases {
 
   result(now: number): Record<string, PhaseResult> {
     this.close(now);
+    if (this.slow !== undefined) writeFileSync(String(process.env.VEXIL_BENCH_SLOW_LOG), this.slow.map((r) => JSON.stringify(r)).join('\n') + '\n');
     this.current = undefined;
     this.loopDelay.disable();
     const out: Record<string, PhaseResult> = {};

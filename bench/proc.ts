@@ -266,6 +266,66 @@ export function systemCpu(): SystemCpu {
   }
 }
 
+/**
+ * What the rest of the machine was doing, for telling a stall of the node from a neighbour's
+ * (docs/benchmarks.md, "Finding a stall"): the processes started since boot (/proc/stat
+ * `processes`, forks of any kind) and, per process outside `ours`, its CPU with what it has
+ * reaped of its children (fields 14-17 of /proc/<pid>/stat), so a short-lived process that came
+ * and went between two samples still counts, under its parent's name.
+ */
+export interface OutsideSample {
+  forks: number;
+  /** pid → [comm, CPU seconds]. */
+  cpu: Map<number, [string, number]>;
+}
+
+export function outsideSample(ours: ReadonlySet<number>): OutsideSample {
+  let forks = NaN;
+  try {
+    const m = readFileSync('/proc/stat', 'utf8').match(/^processes (\d+)$/m);
+    if (m) forks = Number(m[1]);
+  } catch {
+    // Not Linux: no figure.
+  }
+  const cpu = new Map<number, [string, number]>();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return { forks, cpu };
+  }
+  const ticks = clockTicks();
+  for (const d of pids) {
+    const pid = Number(d);
+    if (ours.has(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const f = stat.slice(close + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14-17.
+      const sec = (Number(f[14 - 3]) + Number(f[15 - 3]) + Number(f[16 - 3]) + Number(f[17 - 3])) / ticks;
+      cpu.set(pid, [stat.slice(stat.indexOf('(') + 1, close), sec]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return { forks, cpu };
+}
+
+/** Between two samples: processes started, CPU in all, and the busiest names (ms), busiest first. */
+export function outsideDelta(before: OutsideSample, after: OutsideSample): { forks: number; cpuMs: number; top: Array<[string, number]> } {
+  const byName = new Map<string, number>();
+  let total = 0;
+  for (const [pid, [comm, sec]] of after.cpu) {
+    // A process new since `before` (started meanwhile) counts whole.
+    const ms = (sec - (before.cpu.get(pid)?.[1] ?? 0)) * 1000;
+    if (ms <= 0) continue;
+    total += ms;
+    byName.set(comm, (byName.get(comm) ?? 0) + ms);
+  }
+  return { forks: after.forks - before.forks, cpuMs: total, top: [...byName.entries()].sort((x, y) => y[1] - x[1]) };
+}
+
 /** `pid` and all its descendant processes (from /proc/<pid>/task/<tid>/children). */
 export function processTree(pid: number): number[] {
   const out: number[] = [];
