@@ -180,7 +180,7 @@ class ThreadBook {
  * generator and the admin loop): processes started and their CPU (bench/proc.ts `outsideSample`).
  * A neighbour that starts a process on the node's core takes its share at the front's priority: on
  * this machine RabbitMQ starts an Erlang VM (`epmd-starter`) every 30-60 s, 50-100 ms of CPU on
- * each core (docs/cluster.md, "What stalls the isolation check").
+ * each core (docs/cluster.md, "What stalls the isolation check, continued").
  */
 class OutsideBook {
   readonly bySlice = new Map<string, ReturnType<typeof outsideDelta>>();

@@ -170,7 +170,9 @@ t.test('a SIGKILLed node loses at most its last interval', async (t) => {
   const n1 = api(p1);
   const key = await seed(t, n1, adminKey);
 
-  // Evaluations one after another for about 4 s; every answer's time kept.
+  // Evaluations one after another for about 7 s; every answer's time kept. The last interval's
+  // window (1.45 s) must hold less than half of them even when the rate varies (a node warming up
+  // beside other test files: 51 % of 4 s of evaluations fell in it once, in CI).
   const answeredAt: number[] = [];
   const run = async (ms: number) => {
     const end = Date.now() + ms;
@@ -182,7 +184,7 @@ t.test('a SIGKILLed node loses at most its last interval', async (t) => {
   await run(1000);
   const firstFlush = await until(() => counted(n1, adminKey), (c) => c.total > 0, 10_000, 20);
   t.ok(firstFlush.total > 0, `an interval was written before the kill (${firstFlush.total} counts)`);
-  await run(3000);
+  await run(6000);
   const readBefore = (await counted(n1, adminKey)).total;
   // The whole node at once: the management actor (a child process) and the front.
   const children = execFileSync('pgrep', ['-P', String(p1.child.pid)]).toString().trim().split('\n').map(Number).filter((x) => x > 0);
