@@ -179,7 +179,7 @@ class ThreadBook {
  * Per slice (`quiet#1`, `admin#1`…), what ran outside the bench (this runner, the node, the
  * generator and the admin loop): processes started and their CPU (bench/proc.ts `outsideSample`).
  * A neighbour that starts a process on the node's core takes its share at the front's priority: on
- * this machine RabbitMQ starts an Erlang VM (`epmd-starter`) every 30-60 s, 50-100 ms of CPU on
+ * this machine RabbitMQ starts an Erlang VM (`epmd-starter`) about every 45 s, 50-100 ms of CPU on
  * each core (docs/cluster.md, "What stalls the isolation check, continued").
  */
 class OutsideBook {
