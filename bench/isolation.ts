@@ -45,7 +45,7 @@ import path from 'node:path';
 import { ADMIN_ROUTES, WRITE_ROUTE, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, median, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
-import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
+import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, procStat, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
 import { startLargeOrg } from './large-org.js';
 import type { CustomScenario } from './custom-scenario.js';
 import type { ScenarioContext } from './scenario-types.js';
@@ -97,21 +97,18 @@ function threadSamples(pid: number): Map<number, ThreadSample> {
     }
     for (const t of tids) {
       try {
-        const stat = readFileSync(`/proc/${p}/task/${t}/stat`, 'utf8');
-        const close = stat.lastIndexOf(')');
-        const f = stat.slice(close + 2).split(' ');
+        const st = procStat(`/proc/${p}/task/${t}/stat`);
         const sched = readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ');
         const tid = Number(t);
-        const comm = stat.slice(stat.indexOf('(') + 1, close);
-        const name = tid === pid ? 'front' : p === pid ? comm : tid === p ? 'actor' : `actor/${comm}`;
-        // Fields 10 (minflt), 14 (utime), 15 (stime), 19 (nice): f[n - 3].
+        const name = tid === pid ? 'front' : p === pid ? st.comm : tid === p ? 'actor' : `actor/${st.comm}`;
+        // Fields 10 (minflt), 14 (utime), 15 (stime), 19 (nice).
         out.set(tid, {
           name,
-          nice: Number(f[16]),
-          cpuSec: (Number(f[11]) + Number(f[12])) / tick,
-          sysSec: Number(f[12]) / tick,
+          nice: st.field(19),
+          cpuSec: (st.field(14) + st.field(15)) / tick,
+          sysSec: st.field(15) / tick,
           waitSec: Number(sched[1]) / 1e9,
-          minorFaults: Number(f[7]),
+          minorFaults: st.field(10),
         });
       } catch {
         // The thread has gone.

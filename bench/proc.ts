@@ -201,16 +201,24 @@ function clockTicks(): number {
   return clkTck;
 }
 
+/**
+ * A /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file (man 5 proc): `comm` (field 2) and
+ * `field(n)`, field n as a number by its manual number (3 is state, 14 utime, 19 nice…). comm may
+ * contain spaces and parentheses: the fields after it are counted from the last ')'. Throws when
+ * the file cannot be read (the process has gone).
+ */
+export function procStat(path: string): { comm: string; field(n: number): number } {
+  const stat = readFileSync(path, 'utf8');
+  const close = stat.lastIndexOf(')');
+  const rest = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), field: (n) => Number(rest[n - 3]) };
+}
+
 /** utime+stime of a process (all its threads) in seconds, from /proc/<pid>/stat. */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // comm (field 2) may contain spaces: fields are counted after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state); utime is field 14, stime field 15.
-    const utime = Number(rest[14 - 3]);
-    const stime = Number(rest[15 - 3]);
-    return (utime + stime) / clockTicks();
+    const st = procStat(`/proc/${pid}/stat`);
+    return (st.field(14) + st.field(15)) / clockTicks();
   } catch {
     return NaN;
   }
@@ -299,12 +307,9 @@ export function outsideSample(ours: ReadonlySet<number>): OutsideSample {
     const pid = Number(d);
     if (ours.has(pid)) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      const f = stat.slice(close + 2).split(' ');
+      const st = procStat(`/proc/${pid}/stat`);
       // utime, stime, cutime, cstime: fields 14-17.
-      const sec = (Number(f[14 - 3]) + Number(f[15 - 3]) + Number(f[16 - 3]) + Number(f[17 - 3])) / ticks;
-      cpu.set(pid, [stat.slice(stat.indexOf('(') + 1, close), sec]);
+      cpu.set(pid, [st.comm, (st.field(14) + st.field(15) + st.field(16) + st.field(17)) / ticks]);
     } catch {
       // Gone meanwhile.
     }

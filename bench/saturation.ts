@@ -32,7 +32,7 @@ import { timed } from './admin-loop.js';
 import { benchImage } from './container.js';
 import { LOAD_CPUS, SERVER_CPUS, log, makeContext, percentile, startService, type Measurement } from './harness.js';
 import { runLoadInChild, type PhaseControl } from './load.js';
-import { canPin, processTree, startChild, type Child } from './proc.js';
+import { canPin, processTree, procStat, startChild, type Child } from './proc.js';
 import type { CustomScenario } from './custom-scenario.js';
 import { BOOLEAN_VARIANTS, createEvalKey, EVAL_BODY, restEvalRequest, seedBooleanFlags } from './scenarios.js';
 
@@ -61,10 +61,9 @@ function cpusOf(pid: number): string {
 /** Nice value and policy of a process's main thread (/proc/<pid>/stat fields 19 and 41). */
 function schedOf(pid: number): string {
   try {
-    const rest = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = rest.slice(rest.lastIndexOf(')') + 2).split(' ');
-    const policy = ['SCHED_OTHER', 'SCHED_FIFO', 'SCHED_RR', 'SCHED_BATCH', '4', 'SCHED_IDLE'][Number(f[41 - 3])] ?? f[41 - 3];
-    return `nice ${f[19 - 3]}, ${policy}`;
+    const st = procStat(`/proc/${pid}/stat`);
+    const policy = ['SCHED_OTHER', 'SCHED_FIFO', 'SCHED_RR', 'SCHED_BATCH', '4', 'SCHED_IDLE'][st.field(41)] ?? String(st.field(41));
+    return `nice ${st.field(19)}, ${policy}`;
   } catch {
     return 'gone';
   }
