@@ -40,12 +40,12 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ADMIN_ROUTES, WRITE_ROUTE, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, median, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
-import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, procStat, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
+import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
+import { ThreadBook } from './threads.js';
 import { startLargeOrg } from './large-org.js';
 import type { CustomScenario } from './custom-scenario.js';
 import type { ScenarioContext } from './scenario-types.js';
@@ -78,97 +78,6 @@ class CpuBook {
       this.byKind.set(this.last.kind, k);
     }
     this.last = kind === undefined ? undefined : { kind, ...now };
-  }
-}
-
-/** One thread's CPU and run-queue wait so far, in seconds (/proc/<pid>/task/<tid>/stat and schedstat). */
-interface ThreadSample { name: string; nice: number; cpuSec: number; sysSec: number; waitSec: number; minorFaults: number }
-
-function threadSamples(pid: number): Map<number, ThreadSample> {
-  const out = new Map<number, ThreadSample>();
-  const tick = 100; // USER_HZ
-  // The node's process and its children (the management actor in a process of its own).
-  for (const p of processTree(pid)) {
-    let tids: string[] = [];
-    try {
-      tids = readdirSync(`/proc/${p}/task`);
-    } catch {
-      continue;
-    }
-    for (const t of tids) {
-      try {
-        const st = procStat(`/proc/${p}/task/${t}/stat`);
-        const sched = readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ');
-        const tid = Number(t);
-        const name = tid === pid ? 'front' : p === pid ? st.comm : tid === p ? 'actor' : `actor/${st.comm}`;
-        // Fields 10 (minflt), 14 (utime), 15 (stime), 19 (nice).
-        out.set(tid, {
-          name,
-          nice: st.field(19),
-          cpuSec: (st.field(14) + st.field(15)) / tick,
-          sysSec: st.field(15) / tick,
-          waitSec: Number(sched[1]) / 1e9,
-          minorFaults: st.field(10),
-        });
-      } catch {
-        // The thread has gone.
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * Where the node's threads spent each kind of slice: CPU and time spent runnable but waiting for
- * the core (schedstat's run delay), per thread, in ms per second of slice. The front's wait in the
- * admin slices against the quiet ones says whether evaluations queue behind other threads' CPU
- * (the scheduler) or behind the front's own work.
- */
-class ThreadBook {
-  readonly byKind = new Map<Kind, { wallSec: number; threads: Map<number, ThreadSample> }>();
-  private last: { kind: Kind; wall: number; threads: Map<number, ThreadSample> } | undefined;
-
-  constructor(private readonly pid: number) {}
-
-  enter(kind: Kind | undefined): void {
-    const now = { wall: performance.now(), threads: threadSamples(this.pid) };
-    if (this.last !== undefined) {
-      const k = this.byKind.get(this.last.kind) ?? { wallSec: 0, threads: new Map<number, ThreadSample>() };
-      k.wallSec += (now.wall - this.last.wall) / 1000;
-      for (const [tid, t] of now.threads) {
-        const before = this.last.threads.get(tid);
-        if (before === undefined) continue;
-        const acc = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, sysSec: 0, waitSec: 0, minorFaults: 0 };
-        acc.cpuSec += t.cpuSec - before.cpuSec;
-        acc.sysSec += t.sysSec - before.sysSec;
-        acc.waitSec += t.waitSec - before.waitSec;
-        acc.minorFaults += t.minorFaults - before.minorFaults;
-        k.threads.set(tid, acc);
-      }
-      this.byKind.set(this.last.kind, k);
-    }
-    this.last = kind === undefined ? undefined : { kind, ...now };
-  }
-
-  /**
-   * The threads that used or waited for the core during `kind`, busiest first: "name(nice) cpu/wait
-   * ms per s" and, where there were any, "(sys N)" ms per s of it in the kernel and "N flt" minor
-   * page faults per s (first touches of memory: on a VM whose freed memory goes back to the host,
-   * each can stall the whole virtual CPU, whatever the scheduler's priorities).
-   */
-  describe(kind: Kind): string {
-    const k = this.byKind.get(kind);
-    if (k === undefined || k.wallSec === 0) return '-';
-    return [...k.threads.entries()]
-      .filter(([, t]) => t.cpuSec + t.waitSec > 0.001 * k.wallSec)
-      .sort(([, a], [, b]) => b.cpuSec - a.cpuSec)
-      .map(([tid, t]) => {
-        const perSec = (x: number): string => (x / k.wallSec).toFixed(0);
-        const sys = t.sysSec > 0 ? ` (sys ${perSec(t.sysSec * 1000)})` : '';
-        const faults = t.minorFaults > 0 ? ` ${perSec(t.minorFaults)} flt` : '';
-        return `${t.name}#${tid}(nice ${t.nice}) ${perSec(t.cpuSec * 1000)}/${perSec(t.waitSec * 1000)}${sys}${faults}`;
-      })
-      .join(', ');
   }
 }
 
@@ -291,7 +200,7 @@ export const isolation: CustomScenario = {
       log(`isolation: ${warmNote}`);
       const adminChild = admin;
       const book = new CpuBook(target.pids[0]);
-      const threadBook = new ThreadBook(target.pids[0]);
+      const threadBook = new ThreadBook<Kind>(target.pids[0]);
       const outside = new OutsideBook();
       const records: AdminRecord[] = [];
       /** Per admin slice: ms from the admin's last answer until no evaluation waited (Infinity: not within DRAIN_CAP_MS). */

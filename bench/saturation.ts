@@ -22,8 +22,12 @@
  *             the schedule's `appliedAt`, and as seen by an evaluation polled every 10 ms
  *                                                                                 aim ≤ 1 s (CONTRACT 15)
  *
- * Evaluation throughput and errors over the probes are shown beside them. The isolation half of
- * item 4 (evaluation p99 with an admin loop) is the `isolation` scenario's.
+ * Evaluation throughput and errors over the probes are shown beside them, and each thread's CPU
+ * and run-queue wait per stretch (bench/threads.ts): the actor's under the load alone ("settle",
+ * before any probe) is its own background work, and its CPU per key creation is the key stretch's
+ * less that rate. VEXIL_BENCH_SATURATION_WARM_KEYS (0) keys are created before the load, so that the
+ * probes run warm code. The isolation half of item 4 (evaluation p99 with an admin loop) is the
+ * `isolation` scenario's.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,6 +38,7 @@ import { LOAD_CPUS, SERVER_CPUS, log, makeContext, percentile, startService, typ
 import { runLoadInChild, type PhaseControl } from './load.js';
 import { canPin, processTree, procStat, startChild, type Child } from './proc.js';
 import type { CustomScenario } from './custom-scenario.js';
+import { ThreadBook } from './threads.js';
 import { BOOLEAN_VARIANTS, createEvalKey, EVAL_BODY, restEvalRequest, seedBooleanFlags } from './scenarios.js';
 
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
@@ -79,6 +84,18 @@ function setAffinity(cpus: string): void {
   spawnSync('taskset', ['-a', '-p', '-c', cpus, String(process.pid)], { stdio: 'ignore' });
 }
 
+const STRETCHES = ['settle', 'reads', 'keys', 'misses', 'puts', 'schedules'] as const;
+type Stretch = (typeof STRETCHES)[number];
+
+/** The actor's CPU per request of a stretch, less what it spends per second under load alone (the settle stretch). */
+function actorCpuPer(threads: ThreadBook<Stretch>, kind: Stretch, n: number): string {
+  const idle = threads.total('settle', 'actor');
+  const busy = threads.total(kind, 'actor');
+  if (idle.wallSec === 0 || busy.wallSec === 0 || n === 0) return 'not measured';
+  const ms = ((busy.cpuSec - (idle.cpuSec / idle.wallSec) * busy.wallSec) * 1000) / n;
+  return `${ms.toFixed(1)} ms (${(busy.cpuSec * 1000).toFixed(0)} ms in ${busy.wallSec.toFixed(1)} s for ${n}; ${((idle.cpuSec * 1000) / idle.wallSec).toFixed(1)} ms/s while settling)`;
+}
+
 interface Sample {
   ms: number;
   status: number;
@@ -120,6 +137,7 @@ export const saturation: CustomScenario = {
     const reads = Number(process.env.VEXIL_BENCH_SATURATION_READS ?? '30');
     const connections = Number(process.env.VEXIL_BENCH_SATURATION_CONNECTIONS ?? '50');
     const leadMs = Number(process.env.VEXIL_BENCH_SATURATION_LEAD_MS ?? '5000');
+    const warmKeys = Number(process.env.VEXIL_BENCH_SATURATION_WARM_KEYS ?? '0');
     const target = await startService(opts, rc.adminKey, { label: 'saturation', wrap: DROP_SYS_NICE });
     const ownCpus = affinity();
     let busy: Child | undefined;
@@ -131,6 +149,10 @@ export const saturation: CustomScenario = {
       await ctx.api('POST', '/api/flags', { name: SCHEDULED_FLAG, project: 'default', type: 'boolean', variants: BOOLEAN_VARIANTS }, { expect: 201 });
       await ctx.api('POST', `/api/flags/${SCHEDULED_FLAG}/configs`, { stage: 'production', enabled: true, defaultVariantKey: 'on', rolloutPercentage: 100, rules: [] }, { expect: 200 });
       const evalKey = await createEvalKey(ctx);
+      // Keys created before the load (none by default): the probes' key creations then run warm
+      // code, which tells the cost of the first writes of a kind (interpreted, compiled meanwhile)
+      // from the steady one.
+      for (let i = 0; i < warmKeys; i++) await ctx.api('POST', '/api/keys', { name: `warm-${i}`, permissions: ['CanEvaluate'], application: 'default' }, { expect: 201 });
       const req = restEvalRequest(evalKey);
       const nodePid = target.pids[0];
       const actorPid = processTree(nodePid).find((p) => p !== nodePid);
@@ -158,11 +180,16 @@ export const saturation: CustomScenario = {
       loading.catch(() => {});
       control = await started;
       control.phase('saturating');
+      // Each thread's CPU and run-queue wait per stretch: what the actor does under load before any
+      // admin request (its own background work), and what each kind of probe costs it.
+      const threads = new ThreadBook<Stretch>(nodePid);
+      threads.enter('settle');
       log(`saturation: ${connections} connections evaluating in a closed loop, a spinner on CPU ${SERVER_CPUS}; 3 s to settle`);
       await sleep(3000);
       control.phase('probes');
       const actorSched = actorPid === undefined ? 'not found' : schedOf(actorPid);
 
+      threads.enter('reads');
       log(`saturation: ${reads} paged admin reads`);
       const readSamples: Sample[] = [];
       for (let i = 0; i < reads; i++) {
@@ -171,6 +198,7 @@ export const saturation: CustomScenario = {
         await sleep(100);
       }
 
+      threads.enter('keys');
       log('saturation: key creations, each followed by its first evaluation');
       const created: Sample[] = [];
       const firstEvals: Sample[] = [];
@@ -187,6 +215,7 @@ export const saturation: CustomScenario = {
         await sleep(200);
       }
 
+      threads.enter('misses');
       log('saturation: key-cache misses (keys this node never saw)');
       const misses: Sample[] = [];
       for (let i = 0; i < 5; i++) {
@@ -194,6 +223,7 @@ export const saturation: CustomScenario = {
         await sleep(200);
       }
 
+      threads.enter('puts');
       log('saturation: flag updates');
       const puts: Sample[] = [];
       for (let i = 0; i < 3; i++) {
@@ -201,6 +231,7 @@ export const saturation: CustomScenario = {
         await sleep(200);
       }
 
+      threads.enter('schedules');
       log(`saturation: scheduled changes (${leadMs} ms ahead)`);
       const schedules: { applied: number; seen: number; status: number; note?: string }[] = [];
       const evalScheduled = (): Promise<Sample & { text: string }> => send(`${base}/flags/${SCHEDULED_FLAG}`, 'POST', evalKey, EVAL_BODY);
@@ -234,6 +265,7 @@ export const saturation: CustomScenario = {
         if (mine?.status === 'applied') variant = variant === 'on' ? 'off' : 'on';
         schedules.push({ applied, seen, status: s.status, note: mine?.status });
       }
+      threads.enter(undefined);
       control.end();
       control = undefined;
       const load = await loading;
@@ -262,6 +294,8 @@ export const saturation: CustomScenario = {
       const notes = [
         ...setup,
         `actor during the load: ${actorSched}`,
+        ...STRETCHES.map((k) => `node threads, CPU/run-queue wait in ms per s, ${k}: ${threads.describe(k)}`),
+        `actor CPU per key creation, less its rate while settling: ${actorCpuPer(threads, 'keys', created.length)}`,
         `key-cache misses (a key never seen here, 401; what a key created on another node costs): ${summary(misses)}`,
         `PUT /api/flags/{name}: ${summary(puts)}`,
         `evaluation during the probes: ${probes ? `${(probes.requests / probes.wallSec).toFixed(0)} req/s, p99 ${probes.latencyMs.p99.toFixed(1)} ms, ` +
@@ -277,6 +311,7 @@ export const saturation: CustomScenario = {
         bound: 'server',
         notes,
         extra: {
+          threads: Object.fromEntries([...threads.byKind].map(([k, v]) => [k, { wallSec: v.wallSec, threads: Object.fromEntries(v.threads) }])),
           saturation: { reads: readSamples, keys: created, firstEvaluations: firstEvals, misses, puts, schedules, connections, leadMs },
           targets,
         },
