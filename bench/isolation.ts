@@ -45,6 +45,7 @@ import { ADMIN_ROUTES, WRITE_ROUTE, type AdminRecord } from './admin-loop.js';
 import { LOAD_CPUS, ROOT, log, makeContext, measure, median, percentile, workersLabel, type Measurement } from './harness.js';
 import type { PhaseResult } from './load.js';
 import { cpuSeconds, idlePolicy, outsideDelta, outsideSample, peakRssMiB, processTree, startChild, systemCpu, type Child, type OutsideSample } from './proc.js';
+import { Stretches } from './stretches.js';
 import { ThreadBook } from './threads.js';
 import { startLargeOrg } from './large-org.js';
 import type { CustomScenario } from './custom-scenario.js';
@@ -60,24 +61,20 @@ const DRAIN_CAP_MS = 60_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const treeCpu = (pid: number): number => processTree(pid).reduce((s, p) => s + (Number.isFinite(cpuSeconds(p)) ? cpuSeconds(p) : 0), 0);
 
+interface CpuMoment { wall: number; server: number; ours: number; busy: number }
+interface CpuStretch { wallSec: number; serverSec: number; otherSec: number }
+
 /** CPU of the node and of the rest of the machine (all but this runner's process tree), per kind of slice. */
-class CpuBook {
-  readonly byKind = new Map<Kind, { wallSec: number; serverSec: number; otherSec: number }>();
-  private last: { kind: Kind; wall: number; server: number; ours: number; busy: number } | undefined;
-
-  constructor(private readonly serverPid: number) {}
-
-  /** Closes the current slice and starts one of `kind` (undefined: none). */
-  enter(kind: Kind | undefined): void {
-    const now = { wall: performance.now(), server: treeCpu(this.serverPid), ours: treeCpu(process.pid), busy: systemCpu().busySec };
-    if (this.last !== undefined) {
-      const k = this.byKind.get(this.last.kind) ?? { wallSec: 0, serverSec: 0, otherSec: 0 };
-      k.wallSec += (now.wall - this.last.wall) / 1000;
-      k.serverSec += now.server - this.last.server;
-      k.otherSec += now.busy - this.last.busy - (now.ours - this.last.ours);
-      this.byKind.set(this.last.kind, k);
-    }
-    this.last = kind === undefined ? undefined : { kind, ...now };
+class CpuBook extends Stretches<Kind, CpuMoment, CpuStretch> {
+  constructor(serverPid: number) {
+    super(
+      () => ({ wall: performance.now(), server: treeCpu(serverPid), ours: treeCpu(process.pid), busy: systemCpu().busySec }),
+      (acc, before, after) => ({
+        wallSec: (acc?.wallSec ?? 0) + (after.wall - before.wall) / 1000,
+        serverSec: (acc?.serverSec ?? 0) + after.server - before.server,
+        otherSec: (acc?.otherSec ?? 0) + after.busy - before.busy - (after.ours - before.ours),
+      }),
+    );
   }
 }
 
@@ -88,19 +85,15 @@ class CpuBook {
  * this machine RabbitMQ starts an Erlang VM (`epmd-starter`) about every 45 s, 50-100 ms of CPU on
  * each core (docs/cluster.md, "What stalls the isolation check, continued").
  */
-class OutsideBook {
-  readonly bySlice = new Map<string, ReturnType<typeof outsideDelta>>();
-  private last: { slice: string; sample: OutsideSample } | undefined;
-
-  enter(slice: string | undefined): void {
-    const sample = outsideSample(new Set(processTree(process.pid)));
-    if (this.last !== undefined) this.bySlice.set(this.last.slice, outsideDelta(this.last.sample, sample));
-    this.last = slice === undefined ? undefined : { slice, sample };
+class OutsideBook extends Stretches<string, OutsideSample, ReturnType<typeof outsideDelta>> {
+  constructor() {
+    // Each slice has a name of its own (`admin#3`): its figures are set, not added to.
+    super(() => outsideSample(new Set(processTree(process.pid))), (_acc, before, after) => outsideDelta(before, after));
   }
 
   /** "processes started / CPU ms (busiest name ms)" for one slice. */
   describe(slice: string): string {
-    const d = this.bySlice.get(slice);
+    const d = this.byKind.get(slice);
     if (d === undefined) return '-';
     const [name, ms] = d.top[0] ?? ['', 0];
     return `${d.forks} / ${d.cpuMs.toFixed(0)}${ms > 0 ? ` (${name} ${ms.toFixed(0)})` : ''}`;
@@ -338,7 +331,7 @@ export const isolation: CustomScenario = {
           met: adm.all200,
         },
       ];
-      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), outside: Object.fromEntries(outside.bySlice), admin: adm.byRoute, adminRecords: records, adminWarmRecords: warmRecords, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
+      quietRow.extra = { isolation: { rate, capacity, quietP99Ms: quietRef, limitMs: limit, fraction: fixedRate ? undefined : fraction, slices, sliceSec: opts.durationSec, phases, drainsMs: drains, cpu: Object.fromEntries(book.byKind), outside: Object.fromEntries(outside.byKind), admin: adm.byRoute, adminRecords: records, adminWarmRecords: warmRecords, webhooks: { endpoints: hooks, adminWrites, expected: expectedHooks, received: received.ids.size, deliveries: received.writes, requests: received.all } }, targets };
       for (const t of targets) log(`isolation: ${t.met ? 'met' : 'NOT met'}: ${t.target}: ${t.figure}`);
       if (failedNote) log(`isolation: ${failedNote}`);
       return rows;

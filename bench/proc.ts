@@ -192,7 +192,7 @@ export function killAllChildren(): void {
 }
 
 let clkTck: number | undefined;
-function clockTicks(): number {
+export function clockTicks(): number {
   if (clkTck === undefined) {
     const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
     const n = Number(r.stdout?.trim());

@@ -6,7 +6,8 @@
  * wanted it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { processTree, procStat } from './proc.js';
+import { clockTicks, processTree, procStat } from './proc.js';
+import { Stretches } from './stretches.js';
 
 /** One thread's CPU and run-queue wait so far, in seconds (/proc/<pid>/task/<tid>/stat and schedstat). */
 export interface ThreadSample { name: string; nice: number; cpuSec: number; sysSec: number; waitSec: number; minorFaults: number }
@@ -14,7 +15,7 @@ export interface ThreadSample { name: string; nice: number; cpuSec: number; sysS
 /** Every thread of the node's process and of its children (the management actor in a process of its own). */
 export function threadSamples(pid: number): Map<number, ThreadSample> {
   const out = new Map<number, ThreadSample>();
-  const tick = 100; // USER_HZ
+  const tick = clockTicks();
   for (const p of processTree(pid)) {
     let tids: string[] = [];
     try {
@@ -46,31 +47,30 @@ export function threadSamples(pid: number): Map<number, ThreadSample> {
   return out;
 }
 
+interface ThreadStretch { wallSec: number; threads: Map<number, ThreadSample> }
+interface ThreadMoment { wall: number; threads: Map<number, ThreadSample> }
+
+/** What one stretch adds: its length, and each thread's CPU, wait and faults (threads seen at both ends). */
+function addThreads(acc: ThreadStretch | undefined, before: ThreadMoment, after: ThreadMoment): ThreadStretch {
+  const k = acc ?? { wallSec: 0, threads: new Map<number, ThreadSample>() };
+  k.wallSec += (after.wall - before.wall) / 1000;
+  for (const [tid, t] of after.threads) {
+    const b = before.threads.get(tid);
+    if (b === undefined) continue;
+    const sum = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, sysSec: 0, waitSec: 0, minorFaults: 0 };
+    sum.cpuSec += t.cpuSec - b.cpuSec;
+    sum.sysSec += t.sysSec - b.sysSec;
+    sum.waitSec += t.waitSec - b.waitSec;
+    sum.minorFaults += t.minorFaults - b.minorFaults;
+    k.threads.set(tid, sum);
+  }
+  return k;
+}
+
 /** The threads' CPU and wait per named stretch: `enter(name)` closes the current stretch and opens the next. */
-export class ThreadBook<K extends string = string> {
-  readonly byKind = new Map<K, { wallSec: number; threads: Map<number, ThreadSample> }>();
-  private last: { kind: K; wall: number; threads: Map<number, ThreadSample> } | undefined;
-
-  constructor(private readonly pid: number) {}
-
-  enter(kind: K | undefined): void {
-    const now = { wall: performance.now(), threads: threadSamples(this.pid) };
-    if (this.last !== undefined) {
-      const k = this.byKind.get(this.last.kind) ?? { wallSec: 0, threads: new Map<number, ThreadSample>() };
-      k.wallSec += (now.wall - this.last.wall) / 1000;
-      for (const [tid, t] of now.threads) {
-        const before = this.last.threads.get(tid);
-        if (before === undefined) continue;
-        const acc = k.threads.get(tid) ?? { name: t.name, nice: t.nice, cpuSec: 0, sysSec: 0, waitSec: 0, minorFaults: 0 };
-        acc.cpuSec += t.cpuSec - before.cpuSec;
-        acc.sysSec += t.sysSec - before.sysSec;
-        acc.waitSec += t.waitSec - before.waitSec;
-        acc.minorFaults += t.minorFaults - before.minorFaults;
-        k.threads.set(tid, acc);
-      }
-      this.byKind.set(this.last.kind, k);
-    }
-    this.last = kind === undefined ? undefined : { kind, ...now };
+export class ThreadBook<K extends string = string> extends Stretches<K, ThreadMoment, ThreadStretch> {
+  constructor(pid: number) {
+    super(() => ({ wall: performance.now(), threads: threadSamples(pid) }), addThreads);
   }
 
   /** The summed CPU and wait (seconds) of the threads whose name starts with `prefix` during `kind`, and the stretch's length. */
