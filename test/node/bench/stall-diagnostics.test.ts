@@ -26,11 +26,13 @@ t.test('the slow log: every request over the threshold, with its send time and p
   requireFreshDist();
   // The built generator: it starts itself again as a child (`node dist/bench/load.js --json`).
   const { runLoadInChild } = (await import(pathToFileURL(projectPath('dist', 'bench', 'load.js')).href)) as typeof import('../../../bench/load.js');
-  // Every request of the `slow` phase waits 40 ms; the `fast` phase's are answered at once.
+  // Every request of the `slow` phase waits 100 ms; the `fast` phase's are answered at once. The
+  // threshold (60 ms) is above what a busy test machine adds to a fast answer (a stall of 20-50 ms
+  // is common on the CI VM), so no request of a fast phase is logged for the machine's sake.
   let slow = false;
   const server = createServer((_q, res) => {
     const end = (): void => void res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
-    if (slow) setTimeout(end, 40);
+    if (slow) setTimeout(end, 100);
     else end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -40,7 +42,7 @@ t.test('the slow log: every request over the threshold, with its send time and p
   const file = path.join(dir, 'slow.log');
   const saved = { log: process.env.VEXIL_BENCH_SLOW_LOG, ms: process.env.VEXIL_BENCH_SLOW_MS };
   process.env.VEXIL_BENCH_SLOW_LOG = file;
-  process.env.VEXIL_BENCH_SLOW_MS = '20';
+  process.env.VEXIL_BENCH_SLOW_MS = '60';
   t.teardown(() => {
     for (const [k, v] of [['VEXIL_BENCH_SLOW_LOG', saved.log], ['VEXIL_BENCH_SLOW_MS', saved.ms]] as const) {
       if (v === undefined) delete process.env[k];
@@ -52,6 +54,10 @@ t.test('the slow log: every request over the threshold, with its send time and p
   let slowTo = 0;
   const result = await runLoadInChild({ url, connections: 4, durationSec: 30, rate: 200, phases: true }, undefined, (control) => {
     void (async () => {
+      // The first requests open the generator's connections and run its code cold: on a busy
+      // machine they can be slow for that alone. They are a phase of their own, left out below.
+      control.phase('warmup');
+      await sleep(300);
       control.phase('fast#1');
       await sleep(500);
       slow = true;
@@ -72,15 +78,15 @@ t.test('the slow log: every request over the threshold, with its send time and p
   const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { at: number; ms: number; phase: string });
   const byPhase = (p: string): number => lines.filter((l) => l.phase === p).length;
   t.ok(byPhase('slow#1') >= phases['slow#1'].requests - 8, `nearly every request of the slow phase is logged (${byPhase('slow#1')} of ${phases['slow#1'].requests})`);
-  t.ok(lines.every((l) => l.ms > 20), 'only requests over VEXIL_BENCH_SLOW_MS are logged');
-  t.equal(byPhase('fast#1'), 0, 'none of the first fast phase, whose answers came at once');
+  t.ok(lines.every((l) => l.ms > 60), 'only requests over VEXIL_BENCH_SLOW_MS are logged');
+  t.same(lines.filter((l) => l.phase === 'fast#1').map((l) => [l.at - slowFrom, l.ms]), [], 'none of the first fast phase, whose answers came at once (offset from the slow stretch, ms)');
   // Send times are wall-clock (epoch ms), so they line up with the server's logs: none well before
   // the slow stretch began (a generator running late may label a request scheduled just before it
   // with the new phase), none after the run ended. A request sent just after the server turned fast
-  // again can still be slow, queued behind the stretch's backlog (4 connections, 40 ms answers,
+  // again can still be slow, queued behind the stretch's backlog (4 connections, 100 ms answers,
   // 200 sends a second), and on a busy machine the backlog takes more than a few ms to drain: the
   // upper bound is the run's end (slowTo + 400 ms) with room for the generator to hear of it.
-  const outside = lines.filter((l) => l.at < slowFrom - 250 || l.at > slowTo + 1000);
+  const outside = lines.filter((l) => l.phase !== 'warmup' && (l.at < slowFrom - 250 || l.at > slowTo + 1000));
   t.same(outside.map((l) => l.at - slowFrom), [], 'each send time falls at the slow stretch or its backlog, in epoch ms (offsets from its start)');
 });
 
