@@ -58,9 +58,10 @@ export const ACTOR_NICE = 15;
 /** How long an actor whose front is gone gets to close its database before it exits anyway. */
 const LOST_EXIT_MS = 5000;
 
-const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.js');
+/** The actor's code bundled into one file (scripts/bundle-actor.mjs: loading tsc's output cost every start about 0.5 s of CPU more). */
+const ACTOR_FILE = (): string => projectPath('dist', 'workers', 'management.bundle.js');
 
-/** Starts an actor (workers/management.js) in a process of its own, every thread of it at `nice`. */
+/** Starts an actor (workers/management.ts, bundled) in a process of its own, every thread of it at `nice`. */
 export function spawnActor(nice: number = ACTOR_NICE): ActorLink {
   return processLink(nice);
 }
@@ -172,9 +173,9 @@ export function actorNice(arg: string | undefined): number {
   return n <= 19 ? n : ACTOR_NICE;
 }
 
-/** The actor's end, from inside workers/management.js, and its priority: every thread of its process at `nice`. */
+/** The actor's end, from inside workers/management.ts, and its priority: every thread of its process at `nice`. */
 export function actorPort(nice: number = actorNice(process.argv[2])): ActorPort {
-  if (process.send === undefined) throw new Error('workers/management.js runs as a process forked by the node (management/transport.ts)');
+  if (process.send === undefined) throw new Error('workers/management.ts runs as a process forked by the node (management/transport.ts)');
   lowerOwnThread(nice);
   yieldHelperThreads(nice);
   const send = process.send.bind(process);

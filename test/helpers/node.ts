@@ -83,7 +83,7 @@ interface Teardown {
 }
 
 export async function startTestNode(t: Teardown | null, opts: TestNodeOptions = {}): Promise<TestNode> {
-  requireFreshDist(); // the actor runs dist/workers/management.js
+  requireFreshDist(); // the actor runs dist/workers/management.bundle.js
   const adminKey = opts.adminKey ?? randomKey();
   let databaseUrl = opts.databaseUrl;
   if (databaseUrl === undefined && opts.db === 'postgres') {

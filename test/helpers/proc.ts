@@ -1,6 +1,6 @@
 /**
  * A running node's processes as Linux's /proc shows them: its children, their command lines,
- * which of them is its management actor (workers/management.js), their threads' nice values and
+ * which of them is its management actor (dist/workers/management.bundle.js), their threads' nice values and
  * scheduling policies, and whether a process holds CAP_SYS_NICE. Used by the tests that kill or
  * inspect the actor process.
  */
@@ -37,7 +37,7 @@ export const alive = (pid: number): boolean => {
 };
 
 /** The management actor processes among `pid`'s children (one, for a running node). */
-export const actorsOf = (pid: number): number[] => childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.js'));
+export const actorsOf = (pid: number): number[] => childrenOf(pid).filter((c) => cmdline(c).includes('workers/management.bundle.js'));
 
 /** Polls `what` every 50 ms until it holds or `ms` have passed; its last answer. */
 export async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
@@ -78,7 +78,7 @@ export function threadsOf(pid: number): ThreadInfo[] {
   return out;
 }
 
-/** The node's management actor process (the one child running workers/management.js), checked to be the only one. */
+/** The node's management actor process (the one child running dist/workers/management.bundle.js), checked to be the only one. */
 export function actorOf(t: { equal(a: unknown, b: unknown, msg: string): unknown }, pid: number): number {
   const actors = actorsOf(pid);
   t.equal(actors.length, 1, 'one management actor process, a child of the node');

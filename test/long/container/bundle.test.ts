@@ -4,7 +4,7 @@
  * beside it, and that folder's dist/src/main.js runs as a process here. Every runtime path the
  * bundle must keep working is taken: two front threads (dist/workers/front.js), an evaluation
  * worker with every evaluation handed to it (Piscina, dist/workers/evaluator.js), the management
- * actor (a forked dist/workers/management.js), PGlite's initdb on an empty data directory and the
+ * actor (a forked dist/workers/management.bundle.js), PGlite's initdb on an empty data directory and the
  * migrations from sql/, GraphQL, the OpenAPI document, a refused write, SIGTERM.
  *
  * No podman needed: this always runs (about half a minute), while the image test needs
@@ -52,8 +52,8 @@ t.test('the bundled node runs every path from its own folder', async (t) => {
   t.equal(ready.body?.http, 'uws', 'the native front loaded from the pruned packages');
   const two = await until(() => request(p.url, 'GET', '/healthz'), (h) => h.body?.frontThreads === 2, 30_000, 100);
   t.equal(two.body?.frontThreads, 2, 'two front threads (dist/workers/front.js)');
-  const actors = childrenOf(p.child.pid!).filter((c) => cmdline(c).includes(join(out, 'dist', 'workers', 'management.js')));
-  t.equal(actors.length, 1, 'the management actor runs the bundle\'s dist/workers/management.js');
+  const actors = childrenOf(p.child.pid!).filter((c) => cmdline(c).includes(join(out, 'dist', 'workers', 'management.bundle.js')));
+  t.equal(actors.length, 1, 'the management actor runs the bundle\'s dist/workers/management.bundle.js');
 
   t.equal((await createFlag(node, 'b')).status, 201, 'a flag created (through the actor)');
   t.equal((await upsertConfig(node, 'b', { defaultVariantKey: 'on' })).status, 200, 'its configuration written');

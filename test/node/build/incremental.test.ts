@@ -1,8 +1,8 @@
 /**
  * The build on this tree (scripts/build.mjs): run again on an unchanged tree it runs no step (so
  * `npm start` serves within seconds), and the real steps' inputs send each edit to its own step:
- * a server file to the server step alone, one the provider bundles (the engine) to the server and the
- * provider, a UI file to the UI. The edits are made in a temp tree holding only the stamped inputs, never here.
+ * a front-only server file to the server step alone, one the actor runs to the server and the actor's
+ * bundle, one the provider bundles too (the engine) to all three, a UI file to the UI. The edits are made in a temp tree holding only the stamped inputs, never here.
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,10 +45,13 @@ t.test("each edit reruns only the steps that read the file", async (t) => {
   // A server file the provider bundles (the engine, wherever it lives): read from the stamp.
   const bundledByProvider = Object.keys(stamp.steps.provider.files).find((f) => f.startsWith('src/') && !(f in stamp.steps.ui.files));
   t.ok(bundledByProvider, `the provider bundles a server file (${bundledByProvider})`);
+  t.ok(bundledByProvider! in stamp.steps.actor.files, 'the actor bundles it too');
+  t.notOk('src/node.ts' in stamp.steps.actor.files, "the actor's bundle leaves the front out");
   for (const [file, steps] of [
     ['src/node.ts', ['server']],
-    ['workers/management.ts', ['server']],
-    [bundledByProvider!, ['server', 'provider']],
+    ['workers/management.ts', ['server', 'actor']],
+    ['src/management/actor.ts', ['server', 'actor']],
+    [bundledByProvider!, ['server', 'actor', 'provider']],
     ['ui/styles.css', ['ui']],
     ['packages/openfeature-provider/src/index.ts', ['server', 'provider']],
   ] as const) {
