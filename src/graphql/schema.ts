@@ -483,9 +483,14 @@ function installScalar(schema: GraphQLSchema, name: string, impl: ScalarImpl): v
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ResolverMap = Record<string, Record<string, GraphQLFieldResolver<any, any, any>>>;
 
-/** Builds the executable schema: the SDL, the scalars, and `resolvers` attached to their fields. */
+/**
+ * Builds the executable schema: the SDL, the scalars, and `resolvers` attached to their fields.
+ * The SDL is this file's constant, so it is not validated again at every start (the front and the
+ * management actor each build the schema; graphql's SDL and schema checks were about 40 % of
+ * that): test/unit/graphql/schema-valid.test.ts builds it with every check on.
+ */
 export function buildVexilSchema(resolvers: ResolverMap): GraphQLSchema {
-  const schema = buildSchema(typeDefs);
+  const schema = buildSchema(typeDefs, { assumeValidSDL: true, assumeValid: true });
   installScalar(schema, 'Any', anyScalar);
   installScalar(schema, 'DateTime', dateTimeScalar);
   for (const [typeName, fields] of Object.entries(resolvers)) {
