@@ -55,7 +55,7 @@ const schema = z.object({
   VEXIL_EVAL_HANDOFF: z.enum(['auto', 'always', 'never']).default('auto'),
   // The actor's threads at VEXIL_MANAGEMENT_NICE (`nice`; `low` is its old name), or in SCHED_IDLE once ready (lifted while it starves).
   VEXIL_MANAGEMENT_PRIORITY: z.enum(['nice', 'low', 'idle']).default('nice'),
-  VEXIL_MANAGEMENT_NICE: intIn(1, 19).default(15),
+  VEXIL_MANAGEMENT_NICE: intIn(1, 19).default(10),
   VEXIL_WORKER_FLAG_CACHE: intIn(0, 10_000_000).default(4096),
   VEXIL_KEY_CACHE_TTL_MS: intIn(0, 3_600_000).default(60_000),
   // How long past its cache lifetime a key that cannot be re-checked is served (docs/limits.md).

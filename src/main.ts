@@ -2,10 +2,6 @@
 import { ConfigError, loadConfig } from './config.js';
 import { startNode } from './node.js';
 import { createLogger } from './util/log.js';
-import { yieldHelperThreads } from './util/thread-priority.js';
-
-/** V8's and libuv's helper threads yield to the front thread and the evaluation workers (util/thread-priority.ts). */
-const HELPER_THREADS_NICE = 10;
 
 /** Lines of the process itself (start-up failures, signals): JSON like every other log line. */
 const processLog = (level: Parameters<typeof createLogger>[0]) => createLogger(level).child({ component: 'main' });
@@ -22,9 +18,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = processLog(config.logLevel);
-  // Before any worker starts: only the process's own helper threads exist yet.
-  const yielded = yieldHelperThreads(HELPER_THREADS_NICE);
-  log.debug('helper threads yield to the front', { threads: yielded, nice: HELPER_THREADS_NICE });
+  // The process's V8 and libuv helper threads keep the front's priority: they collect the front's
+  // and the evaluation workers' garbage, and the front waits for them at the end of a scavenge. (They
+  // were lowered to nice 10 when the management actor was a thread of this process; it is a process
+  // of its own, and a nice-10 actor would share a core with them evenly: docs/cluster.md.)
   // The handlers come before the start: the port answers (/readyz included) while the other front
   // threads still start, and a SIGTERM then must not be lost. As PID 1 in a container a signal
   // without a handler is ignored, and the runtime would SIGKILL the node after its grace.

@@ -51,9 +51,10 @@ export interface ActorPort {
 /**
  * Nice value of every thread of the actor's process (Linux: per thread) when the node names none
  * (VEXIL_MANAGEMENT_NICE): the front, at nice 0, wins a shared core. Raising a nice value needs no
- * capability; nothing here ever lowers it again (that would need CAP_SYS_NICE).
+ * capability; nothing here ever lowers it again (that would need CAP_SYS_NICE). Why 10, not 15
+ * as before: docs/cluster.md, "Nice 10, with the front's helper threads at the front's priority".
  */
-export const ACTOR_NICE = 15;
+export const ACTOR_NICE = 10;
 
 /** How long an actor whose front is gone gets to close its database before it exits anyway. */
 const LOST_EXIT_MS = 5000;

@@ -1,13 +1,13 @@
 /**
  * Thread priorities on a shared core (Linux). `setpriority` with a thread id changes that thread
- * alone (`os.setPriority(0, n)` in a worker: the worker's own thread, as the management actor does).
+ * alone (`os.setPriority(0, n)` in a worker: the worker's own thread).
  *
  * The threads a Node.js process has before it starts any worker are V8's platform workers (garbage
- * collection helpers shared by every isolate of the process: the front, the evaluation workers, the
- * management actor) and libuv's helpers. Measured with 100,000 flags: each unpaged list of 37 MB
- * made the platform workers spend 0.6 s of CPU collecting the management actor's garbage, at nice 0,
- * more than the actor itself spent at nice 10; on a node pinned to one core that CPU came out of the
- * front thread's, and evaluations waited (docs/benchmarks.md, "Large organizations").
+ * collection and compiler helpers) and libuv's helpers. The management actor lowers them with its
+ * own thread (transport.ts), so that none of its process's threads outranks it on a shared core.
+ * The node's process keeps its helpers at the front's priority: they collect the front's and the
+ * evaluation workers' garbage, and the front waits for them at the end of a scavenge (docs/cluster.md,
+ * "Nice 10, with the front's helper threads at the front's priority").
  */
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';

@@ -1,8 +1,8 @@
 /**
  * The management actor's share of a busy core (docs/cluster.md, "Management never starves"): a
  * node without CAP_SYS_NICE (as in a default container), pinned to a core that a spinning process
- * of normal priority keeps busy, still answers management requests, its actor at nice 15 in
- * SCHED_OTHER with nothing to lift. And the opt-in VEXIL_MANAGEMENT_PRIORITY=idle: SCHED_IDLE
+ * of normal priority keeps busy, still answers management requests, its actor at VEXIL_MANAGEMENT_NICE
+ * (10) in SCHED_OTHER with nothing to lift. And the opt-in VEXIL_MANAGEMENT_PRIORITY=idle: SCHED_IDLE
  * once ready, lifted back to SCHED_OTHER while it starves (which needs CAP_SYS_NICE). Linux only.
  */
 import { spawn } from 'node:child_process';
@@ -58,7 +58,7 @@ t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux
       t.same(
         threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE || x.policy !== SCHED_OTHER),
         [],
-        'the actor stayed at nice 15 in SCHED_OTHER (nothing to lift, no capability needed)',
+        `the actor stayed at nice ${ACTOR_NICE} in SCHED_OTHER (nothing to lift, no capability needed)`,
       );
       t.notMatch(node.stderrTail(), /SCHED_IDLE|cannot be lifted/, 'nothing about SCHED_IDLE is logged');
       spinner.kill('SIGKILL');
@@ -70,7 +70,7 @@ t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux
     const node = await spawnNode(t, { env: await env({ VEXIL_MANAGEMENT_PRIORITY: 'idle' }) });
     const actor = actorOf(t, node.child.pid!);
     t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'every thread of the actor process in SCHED_IDLE once it is ready');
-    t.same(threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE), [], 'every thread of the actor process at nice 15');
+    t.same(threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE), [], `every thread of the actor process at nice ${ACTOR_NICE}`);
     t.equal((await listFlags(node.url)).status, 200, 'management requests answer through it');
     await node.kill('SIGTERM');
   });
@@ -92,7 +92,7 @@ t.test('the actor on a busy core', { skip: process.platform !== 'linux' ? 'Linux
     t.ok(await until(() => /management actor starved in SCHED_IDLE/.test(node.stderrTail()), 5000), 'the actor was lifted to SCHED_OTHER, and it is logged');
     // A lift is short: with nothing in flight the actor goes back to SCHED_IDLE, spinner or not.
     t.ok(await until(() => threadsOf(actor).every((x) => x.policy === SCHED_IDLE), 5000), 'once the lift ends, the actor is back in SCHED_IDLE');
-    t.same(threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE), [], 'at nice 15');
+    t.same(threadsOf(actor).filter((x) => x.nice !== ACTOR_NICE), [], `at nice ${ACTOR_NICE}`);
     spinner.kill('SIGKILL');
     await node.kill('SIGTERM');
   });

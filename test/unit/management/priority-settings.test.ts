@@ -1,6 +1,6 @@
 /**
  * The management actor's scheduling settings (README.md, "Configuration"; docs/cluster.md,
- * "Management never starves"): a nice value it keeps, 5 by default, in SCHED_OTHER; `low` is the
+ * "Management never starves"): a nice value it keeps, 10 by default, in SCHED_OTHER; `low` is the
  * old name of `nice`; `idle` is opt-in. The value the front gives the actor's process is read back
  * there (transport.ts `actorNice`).
  */
@@ -8,9 +8,9 @@ import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { ACTOR_NICE, actorNice } from '../../../src/management/transport.js';
 
-t.test('defaults: nice 15 in SCHED_OTHER, never SCHED_IDLE', async (t) => {
+t.test('defaults: nice 10 in SCHED_OTHER, never SCHED_IDLE', async (t) => {
   const c = loadConfig({});
-  t.same({ priority: c.managementPriority, nice: c.managementNice }, { priority: 'nice', nice: 15 });
+  t.same({ priority: c.managementPriority, nice: c.managementNice }, { priority: 'nice', nice: 10 });
   t.equal(ACTOR_NICE, c.managementNice, "the actor's own default is the setting's");
 });
 
