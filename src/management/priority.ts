@@ -2,13 +2,15 @@
  * The scheduling policy of a management actor in a process of its own (Linux), set by the front.
  *
  * `VEXIL_MANAGEMENT_PRIORITY=nice` (the default) does nothing here: every thread of the actor runs
- * at VEXIL_MANAGEMENT_NICE (15) in SCHED_OTHER from its start (transport.ts) and stays there. That is
- * a bounded share of a busy core (at nice 15 the actor weighs 36 against 1024 for each runnable
- * thread at nice 0: about 3 % of the core beside a saturated front, under 2 % beside a saturated
- * front and a second busy process) which it keeps without any capability, so management never
- * starves; and on a core with time to spare it takes only what it needs. 15 is the value found to
- * meet the saturation aims without costing evaluation latency more than the isolation check allows. Why not SCHED_IDLE
- * by default: see docs/cluster.md, "Management never starves".
+ * at VEXIL_MANAGEMENT_NICE (10) in SCHED_OTHER from its start (transport.ts) and stays there. That is
+ * a bounded share of a busy core (at nice 10 the actor weighs 110 against 1024 for each runnable
+ * thread at nice 0: about 10 % of the core beside a saturated front, 5 % beside a saturated front
+ * and a second busy process) which it keeps without any capability, so management never starves;
+ * and on a core with time to spare it takes only what it needs. 10 is the value found to meet the
+ * saturation aims without costing evaluation latency more than the isolation check allows, once
+ * the node's own helper threads keep the front's priority (docs/cluster.md, "Nice 10, with the
+ * front's helper threads at the front's priority"). Why not SCHED_IDLE by default: see
+ * docs/cluster.md, "Management never starves".
  *
  * `VEXIL_MANAGEMENT_PRIORITY=idle` (opt-in) moves the whole process to SCHED_IDLE once the actor is
  * ready (`chrt --idle --all-tasks`): it then runs only on CPU time no other thread wants, and a
