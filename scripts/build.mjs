@@ -75,6 +75,15 @@ export const STEPS = [
 const toPosix = (p) => p.split(sep).join('/');
 
 /**
+ * A bundling step's half of `bundled`: with `--inputs FILE` among `argv`, writes to FILE the files
+ * esbuild's `result` took in (its metafile), as absolute paths (`base`: where esbuild resolved them).
+ */
+export function writeBundledInputs(result, base, argv = process.argv) {
+  const at = argv.indexOf('--inputs');
+  if (at > 0) writeFileSync(argv[at + 1], JSON.stringify(Object.keys(result.metafile.inputs).map((p) => resolve(base, p))));
+}
+
+/**
  * Every file of `inputs` (folders walked, keeping the files `sources` matches), as root-relative
  * POSIX paths; missing ones are left out.
  */

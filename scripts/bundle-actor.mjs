@@ -12,9 +12,9 @@
  *   node scripts/bundle-actor.mjs [--inputs FILE]   FILE: the source files the bundle took in (scripts/build.mjs)
  */
 import { build } from 'esbuild';
-import { writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeBundledInputs } from './build.mjs';
 import { NODE_BUNDLE, checkBundle } from './node-bundle.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,5 +29,4 @@ const result = await build({
   legalComments: 'none',
 });
 checkBundle(result, ROOT, 'bundle-actor');
-const inputsAt = process.argv.indexOf('--inputs');
-if (inputsAt > 0) writeFileSync(process.argv[inputsAt + 1], JSON.stringify(Object.keys(result.metafile.inputs).map((p) => resolve(ROOT, p))));
+writeBundledInputs(result, ROOT);

@@ -45,8 +45,8 @@ export const NODE_BUNDLE = {
 
 /**
  * What every bundle must satisfy, from esbuild's result: it leaves to run time only Node's own
- * modules and EXTERNAL packages, and the postgres.js it took in (if any) is the patched one.
- * Throws, naming `who`, otherwise.
+ * modules and EXTERNAL packages, and it took in postgres.js (the node and the actor both open it),
+ * patched. Throws, naming `who`, otherwise.
  */
 export function checkBundle(result, root, who) {
   const external = new Set();
@@ -54,8 +54,7 @@ export function checkBundle(result, root, who) {
   const stray = [...external].filter((p) => !BUILTIN.has(p) && !(packageOf(p) in EXTERNAL));
   if (stray.length > 0) throw new Error(`${who}: imports left outside the bundle that no EXTERNAL entry names: ${stray.join(', ')}`);
   const pg = Object.keys(result.metafile.inputs).filter((p) => /node_modules\/postgres\/.*connection\.js$/.test(p));
-  if (!pg.every((p) => readFileSync(join(root, p), 'utf8').includes(POSTGRES_PATCH))) {
-    throw new Error(`${who}: postgres.js is not patched (node scripts/patch-postgres.mjs): ${pg.join(', ')}`);
+  if (pg.length === 0 || !pg.every((p) => readFileSync(join(root, p), 'utf8').includes(POSTGRES_PATCH))) {
+    throw new Error(`${who}: postgres.js is not patched (node scripts/patch-postgres.mjs): ${pg.join(', ') || 'not bundled'}`);
   }
-  return pg.length > 0;
 }

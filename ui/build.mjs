@@ -9,9 +9,10 @@
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { writeBundledInputs } from '../scripts/build.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'dist', 'ui');
@@ -53,6 +54,5 @@ for (const [name, body] of Object.entries(files)) {
   gzTotal += gz.length;
 }
 writeFileSync(join(out, 'manifest.json'), JSON.stringify({ js: jsName, css: cssName, gzipBytes: gzTotal }, null, 2));
-const inputsAt = process.argv.indexOf('--inputs');
-if (inputsAt > 0) writeFileSync(process.argv[inputsAt + 1], JSON.stringify(Object.keys(result.metafile.inputs).map((p) => resolve(p))));
+writeBundledInputs(result, process.cwd());
 console.log(`ui: ${jsName} ${(js.length / 1024).toFixed(1)} KiB, ${cssName}; ${(gzTotal / 1024).toFixed(1)} KiB gzipped in all`);
